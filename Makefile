@@ -1,0 +1,30 @@
+# arlkit's two promises: `make demo` (the main job on the embedded default) and `make test` (the whole suite).
+# Both create the virtualenv and install everything they need on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+# CPU machines: pin the CPU wheel. GPU users: `make install TORCH_PIN=torch` (or their CUDA build).
+TORCH_PIN ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.arlkit-installed
+
+.PHONY: install demo test bench clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/arlkit demo --out runs/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

@@ -1,0 +1,3 @@
+"""Imports every built-in environment module so that their registrations run."""
+
+from arlkit.envs import frozenlake  # noqa: F401

@@ -1,0 +1,236 @@
+"""``arlkit eval`` as a library function: Pass@(K,T) of one or more policies on one task set.
+
+A run directory holds ``run.json`` (the config), ``trajectories.jsonl`` (one line per finished
+trajectory), ``passkt.csv``, ``summary.md`` and ``passkt.png``. Re-running the same config on the
+same directory resumes: finished trajectories are kept, the rest are run, and since every
+trajectory's seeds depend only on (seed, task, sample) the result is the same as an uninterrupted
+run. A different config on an existing directory is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from arlkit.config import ConfigError, config_to_dict
+from arlkit.envs import Env, Task, env_config, has_oracle
+from arlkit.envs.registry import make
+from arlkit.metrics.passkt import PassRow, default_ks, pass_table, resolve_budgets
+from arlkit.policies import SamplingConfig, make_policy
+from arlkit.report.passkt import write_eval_report
+from arlkit.rollout.engine import make_jobs, run_rollouts
+from arlkit.rollout.prompts import PROMPT_VERSION, PromptConfig
+from arlkit.rollout.records import JsonlWriter, Trajectory, read_trajectories
+
+__all__ = ["EvalConfig", "EvalResult", "run_eval"]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Everything that defines an evaluation run.
+
+    Attributes:
+        env: registered environment name.
+        env_args: environment config overrides (``{"size": 6, "slippery": False}``).
+        policies: policy specs to evaluate on identical tasks, seeds and budgets.
+        tasks: number of tasks from ``split``.
+        samples: trajectories per task (n); Pass@k needs k <= n.
+        budgets: turn budgets, as percentages of T_max (``"25%"``) or whole turns (``"10"``).
+        budget_mode: ``announced`` (one run per budget) or ``hidden`` (one run at the largest budget,
+            smaller budgets by truncation).
+        ks: the K values of Pass@K; ``None`` means powers of two up to ``samples``.
+        split: ``train`` or ``test``.
+        seed: base seed of every trajectory's environment and policy seeds and of the bootstrap.
+        history: ``None`` for the full chat, or the number of recent (action, observation) pairs.
+        sampling: sampling options of LLM policies.
+        bootstrap: bootstrap resamples for the confidence intervals.
+        max_active: most trajectories in flight at once (memory bound; results do not depend on it).
+    """
+
+    env: str = "frozenlake"
+    env_args: dict[str, Any] = field(default_factory=dict)
+    policies: tuple[str, ...] = ("oracle",)
+    tasks: int = 100
+    samples: int = 8
+    budgets: tuple[str, ...] = ("25%", "50%", "75%", "100%")
+    budget_mode: Literal["announced", "hidden"] = "announced"
+    ks: tuple[int, ...] | None = None
+    split: Literal["train", "test"] = "test"
+    seed: int = 0
+    history: int | None = None
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    bootstrap: int = 2000
+    max_active: int = 256
+
+    def __post_init__(self) -> None:
+        if self.tasks < 1:
+            raise ValueError(f"tasks must be >= 1, got {self.tasks}")
+        if self.samples < 1:
+            raise ValueError(f"samples must be >= 1, got {self.samples}")
+        if not self.policies:
+            raise ValueError("give at least one policy")
+        if len(set(self.policies)) != len(self.policies):
+            raise ValueError("each policy may be given once")
+        for k in self.ks or ():
+            if not 1 <= k <= self.samples:
+                raise ValueError(f"k = {k} is not between 1 and samples = {self.samples}")
+        if self.bootstrap < 100:
+            raise ValueError(f"bootstrap must be >= 100 resamples, got {self.bootstrap}")
+
+
+@dataclass
+class EvalResult:
+    """What :func:`run_eval` produced.
+
+    Attributes:
+        out: the run directory.
+        rows: the Pass@(K,T) grid, one row per (policy, T, k).
+        trajectories: every trajectory of the run.
+        budgets: the budgets in turns.
+        t_max: the environment's full budget.
+        task_ids: the evaluated tasks, in order.
+        resumed: how many trajectories were found on disk and kept.
+    """
+
+    out: Path
+    rows: list[PassRow]
+    trajectories: list[Trajectory]
+    budgets: list[int]
+    t_max: int
+    task_ids: list[str]
+    resumed: int = 0
+
+    @property
+    def errors(self) -> int:
+        """Trajectories ended by a policy-backend error."""
+        return sum(1 for t in self.trajectories if t.error is not None)
+
+
+def _run_identity(config: EvalConfig) -> dict[str, Any]:
+    """The parts of a config that determine results (``max_active`` does not)."""
+    data = config_to_dict(config)
+    data.pop("max_active")
+    data["env_args"] = config_to_dict(env_config(config.env, config.env_args))
+    data["prompt_version"] = PROMPT_VERSION
+    return data
+
+
+def _claim_directory(out: Path, identity: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "run.json"
+    if path.exists():
+        try:
+            existing = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise ConfigError(f"{path} is not valid JSON; choose another --out") from None
+        if existing != identity:
+            diffs = sorted(k for k in set(existing) | set(identity) if existing.get(k) != identity.get(k))
+            raise ConfigError(
+                f"{out} holds a different run (differs in: {', '.join(diffs)}); choose another --out or delete it"
+            )
+        return
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _success_probabilities(env: Env, tasks: Sequence[Task]) -> Callable[[int], np.ndarray] | None:
+    if not has_oracle(env):
+        return None
+
+    def probs(T: int) -> np.ndarray:
+        values = []
+        for task in tasks:
+            env.reset(task, 0)
+            values.append(env.success_probability(T))  # type: ignore[attr-defined]
+        return np.array(values)
+
+    return probs
+
+
+def run_eval(
+    config: EvalConfig,
+    out: str | Path,
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> EvalResult:
+    """Run (or resume) an evaluation into ``out`` and write its files.
+
+    Args:
+        config: the evaluation.
+        out: run directory; created if needed.
+        on_progress: called as ``on_progress(done, total)`` after each finished trajectory.
+    """
+    out = Path(out)
+    probe = make(config.env, **config.env_args)
+    budgets = resolve_budgets(config.budgets, probe.t_max)
+    ks = list(config.ks) if config.ks else default_ks(config.samples)
+    policies = [make_policy(spec, config.sampling) for spec in config.policies]
+    tasks = probe.tasks(config.split, config.tasks)
+    _claim_directory(out, _run_identity(config))
+
+    run_budgets = budgets if config.budget_mode == "announced" else [max(budgets)]
+    path = out / "trajectories.jsonl"
+    kept = read_trajectories(path, repair=True)
+    done = {t.key() for t in kept}
+    total = len(config.policies) * len(run_budgets) * len(tasks) * config.samples
+    finished = [len(done)]
+    prompt = PromptConfig(config.budget_mode, config.history)
+    if on_progress:
+        on_progress(finished[0], total)
+
+    with JsonlWriter(path) as writer:
+
+        def record(trajectory: Trajectory) -> None:
+            writer.write(trajectory)
+            finished[0] += 1
+            if on_progress:
+                on_progress(finished[0], total)
+
+        for spec, policy in zip(config.policies, policies, strict=True):
+            jobs = [
+                job
+                for T in run_budgets
+                for job in make_jobs(tasks, config.samples, T, config.seed)
+                if (spec, T, job.task.task_id, job.sample) not in done
+            ]
+            if jobs:
+                run_rollouts(
+                    lambda: make(config.env, **config.env_args),
+                    jobs,
+                    policy,
+                    prompt,
+                    max_active=config.max_active,
+                    on_finish=record,
+                    policy_name=spec,
+                )
+
+    trajectories = read_trajectories(path)
+    task_ids = [t.task_id for t in tasks]
+    probs = _success_probabilities(probe, tasks)
+    rows: list[PassRow] = []
+    for spec in config.policies:
+        mine = [t for t in trajectories if t.policy == spec]
+        rows += pass_table(
+            mine,
+            env=config.env,
+            policy=spec,
+            budget_mode=config.budget_mode,
+            budgets=budgets,
+            ks=ks,
+            t_max=probe.t_max,
+            task_ids=task_ids,
+            success_probability=probs,
+            resamples=config.bootstrap,
+            seed=config.seed,
+        )
+    result = EvalResult(out, rows, trajectories, budgets, probe.t_max, task_ids, resumed=len(kept))
+    write_eval_report(result, config)
+    return result
+

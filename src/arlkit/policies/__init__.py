@@ -1,0 +1,17 @@
+"""Policies: the protocol, scripted policies and LLM backends, built from spec strings."""
+
+from arlkit.policies.protocol import Message, Policy, PolicyError, Reply, Request, ScoringPolicy
+from arlkit.policies.registry import SamplingConfig, list_policy_kinds, make_policy, register_policy
+
+__all__ = [
+    "Message",
+    "Policy",
+    "PolicyError",
+    "Reply",
+    "Request",
+    "SamplingConfig",
+    "ScoringPolicy",
+    "list_policy_kinds",
+    "make_policy",
+    "register_policy",
+]

@@ -1,0 +1,3 @@
+"""Imports every built-in policy module so that their registrations run."""
+
+from arlkit.policies import scripted  # noqa: F401

@@ -1,0 +1,82 @@
+"""The policy contract: a batch of chat conversations in, a batch of replies out.
+
+Scripted policies (random, oracle) and LLM backends (Hugging Face, OpenAI-compatible servers) all
+satisfy :class:`Policy`, so the rollout engine drives them the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Message", "Policy", "PolicyError", "Reply", "Request", "ScoringPolicy"]
+
+Message = Mapping[str, str]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+
+
+class PolicyError(RuntimeError):
+    """A policy could not be built or used (bad path, unreachable server, missing chat template)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One reply to generate.
+
+    Attributes:
+        messages: the chat conversation, system prompt first, ending with a user message.
+        seed: the trajectory's policy seed. Sampling for this request must depend only on
+            ``(seed, turn)`` and the messages, never on the other requests in the batch, so results
+            do not change with batch composition or after a resume.
+        turn: 0-based index of the turn being generated.
+        env: the live environment, for scripted policies only (LLM backends must ignore it).
+        remaining: turns left including this one when the budget is announced; ``None`` in hidden
+            mode (the policy must not know the budget).
+    """
+
+    messages: Sequence[Message]
+    seed: int
+    turn: int
+    env: Any = None
+    remaining: int | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One generated reply.
+
+    Attributes:
+        text: the reply text (untrusted: may be empty, huge or junk).
+        token_ids: ids of the generated tokens, when the backend has them.
+        logprobs: per-token log-probabilities under the sampling distribution actually used
+            (same length as ``token_ids``), when the backend has them.
+        error: set when the backend failed for this request after all retries; ``text`` is then
+            empty and the rollout engine ends the trajectory, recording the error.
+    """
+
+    text: str
+    token_ids: tuple[int, ...] | None = None
+    logprobs: tuple[float, ...] | None = None
+    error: str | None = None
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that turns conversations into replies."""
+
+    name: str
+
+    def generate(self, requests: Sequence[Request]) -> list[Reply]:
+        """One reply per request, in order. Must not raise for a single bad request: report it in
+        ``Reply.error`` instead."""
+        ...
+
+
+@runtime_checkable
+class ScoringPolicy(Protocol):
+    """A policy that can also score given continuations (teacher forcing)."""
+
+    def score(self, messages: Sequence[Sequence[Message]], continuations: Sequence[str]) -> list[list[float]]:
+        """Per-token log-probs of each continuation as the assistant reply to its conversation."""
+        ...

@@ -1,0 +1,121 @@
+"""Writing an evaluation's ``passkt.csv``, ``summary.md`` and ``passkt.png``."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from arlkit.metrics.passkt import CSV_HEADER, PassRow
+
+if TYPE_CHECKING:
+    from arlkit.evaluation import EvalConfig, EvalResult
+
+__all__ = ["plot_passkt", "summary_markdown", "write_eval_report", "write_passkt_csv"]
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_passkt_csv(rows: Sequence[PassRow], path: Path) -> None:
+    """One line per (policy, T, k) with the columns of :data:`CSV_HEADER`."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_HEADER)
+        for row in rows:
+            writer.writerow(row.csv_row())
+    os.replace(tmp, path)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def summary_markdown(rows: Sequence[PassRow], *, title: str, notes: Sequence[str] = ()) -> str:
+    """Tables with one row per policy and one column per budget, for k = 1 and the largest k."""
+    budgets = sorted({r.T for r in rows})
+    ks = sorted({r.k for r in rows})
+    policies = list(dict.fromkeys(r.policy for r in rows))
+    cell = {(r.policy, r.T, r.k): r for r in rows}
+    lines = [f"# {title}", ""]
+    for k in sorted({ks[0], ks[-1]}):
+        lines.append(f"## Pass@{k} (%, 95% bootstrap CI over tasks)")
+        lines.append("")
+        header = ["policy"] + [f"T={T} ({_pct(cell[(policies[0], T, k)].T_frac)}%)" for T in budgets]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        for policy in policies:
+            values = [cell[(policy, T, k)] for T in budgets]
+            lines.append(
+                f"| {policy} | " + " | ".join(f"{_pct(v.pass_)} [{_pct(v.ci_low)}, {_pct(v.ci_high)}]" for v in values) + " |"
+            )
+        bounds = [cell[(policies[0], T, k)].upper_bound for T in budgets]
+        if all(b is not None for b in bounds):
+            lines.append("| upper bound | " + " | ".join(_pct(b) for b in bounds if b is not None) + " |")
+        lines.append("")
+    lines += list(notes)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def plot_passkt(rows: Sequence[PassRow], path: Path, *, title: str) -> None:
+    """Pass@T curves (one line per k, upper bound dashed) and Pass@K curves (one line per T)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    policies = list(dict.fromkeys(r.policy for r in rows))
+    ks = sorted({r.k for r in rows})
+    budgets = sorted({r.T for r in rows})
+    fig, axes = plt.subplots(len(policies), 2, figsize=(10, 3.6 * len(policies)), squeeze=False)
+    for p, policy in enumerate(policies):
+        mine = [r for r in rows if r.policy == policy]
+        ax_t, ax_k = axes[p]
+        for k in ks:
+            line = sorted((r for r in mine if r.k == k), key=lambda r: r.T)
+            xs = [r.T for r in line]
+            ax_t.plot(xs, [r.pass_ for r in line], marker="o", label=f"K={k}")
+            ax_t.fill_between(xs, [r.ci_low for r in line], [r.ci_high for r in line], alpha=0.15)
+            if all(r.upper_bound is not None for r in line):
+                ax_t.plot(xs, [r.upper_bound for r in line], linestyle="--", color="grey", alpha=0.6)
+        ax_t.set(xlabel="budget T (turns)", ylabel="Pass@(K,T)", title=f"{policy}: Pass@T (dashed: upper bound)", ylim=(-0.02, 1.02))
+        ax_t.legend(fontsize=7)
+        for T in budgets:
+            line = sorted((r for r in mine if r.T == T), key=lambda r: r.k)
+            ax_k.plot([r.k for r in line], [r.pass_ for r in line], marker="o", label=f"T={T}")
+        ax_k.set(xlabel="samples K", ylabel="Pass@(K,T)", title=f"{policy}: Pass@K", ylim=(-0.02, 1.02))
+        ax_k.set_xscale("log", base=2)
+        ax_k.xaxis.set_minor_formatter(NullFormatter())
+        ax_k.set_xticks(ks, [str(k) for k in ks])
+        ax_k.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def write_eval_report(result: EvalResult, config: EvalConfig) -> None:
+    """``passkt.csv``, ``summary.md`` and ``passkt.png`` of one evaluation run."""
+    out = result.out
+    write_passkt_csv(result.rows, out / "passkt.csv")
+    title = (
+        f"Pass@(K,T) on {config.env} ({len(result.task_ids)} {config.split} tasks, {config.samples} samples each, "
+        f"{config.budget_mode} budgets, T_max = {result.t_max})"
+    )
+    notes = [
+        f"- trajectories: {len(result.trajectories)}; ended by a policy error: {result.errors}",
+        "- upper bound: the best Pass@k any policy can reach, mean over tasks of 1 - (1 - p*)^k with p* the "
+        "optimal success probability within T (the structural bound for deterministic tasks).",
+        "- files: trajectories.jsonl, passkt.csv, passkt.png, run.json",
+    ]
+    _atomic_write_text(out / "summary.md", summary_markdown(result.rows, title=title, notes=notes))
+    plot_passkt(result.rows, out / "passkt.png", title=title)

@@ -1,0 +1,25 @@
+"""Rollouts: budget-aware prompts, reply parsing, the batched engine and trajectory records."""
+
+from arlkit.rollout.engine import Job, make_jobs, run_rollouts
+from arlkit.rollout.parsing import parse_tagged_action, quote
+from arlkit.rollout.prompts import BUDGET_MODES, PROMPT_VERSION, PromptConfig, build_messages, system_prompt
+from arlkit.rollout.records import JsonlWriter, Trajectory, TurnRecord, read_trajectories
+from arlkit.rollout.seeds import derive_seed
+
+__all__ = [
+    "BUDGET_MODES",
+    "PROMPT_VERSION",
+    "Job",
+    "JsonlWriter",
+    "PromptConfig",
+    "Trajectory",
+    "TurnRecord",
+    "build_messages",
+    "derive_seed",
+    "make_jobs",
+    "parse_tagged_action",
+    "quote",
+    "read_trajectories",
+    "run_rollouts",
+    "system_prompt",
+]

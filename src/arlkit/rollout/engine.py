@@ -1,0 +1,196 @@
+"""The batched rollout engine: many trajectories advance in lockstep, one policy call per turn.
+
+At every tick the engine asks the policy for the next reply of every active trajectory in one
+batch, steps each environment, and retires the trajectories that finished (success, terminal
+state, budget spent, or a backend error); waiting jobs take their places (continuous batching).
+Each trajectory carries its own environment and policy seeds, so its outcome does not depend on
+which other trajectories share its batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
+from arlkit.policies.protocol import Policy, Request
+from arlkit.rollout.prompts import PromptConfig, build_messages, system_prompt
+from arlkit.rollout.records import Trajectory, TurnRecord
+from arlkit.rollout.seeds import derive_seed
+
+__all__ = ["Job", "make_jobs", "run_rollouts"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One trajectory to run.
+
+    Attributes:
+        task: the task.
+        sample: index of the sample for this task.
+        budget: the turn budget T.
+        env_seed: seed of the environment's randomness.
+        policy_seed: seed of the policy's sampling.
+        group: optional group label copied to the trajectory.
+    """
+
+    task: Task
+    sample: int
+    budget: int
+    env_seed: int
+    policy_seed: int
+    group: str | None = None
+
+
+def make_jobs(tasks: Sequence[Task], samples: int, budget: int, seed: int, group: str | None = None) -> list[Job]:
+    """``samples`` jobs per task; seeds depend on (seed, task, sample) only, never on the budget,
+    so runs at different budgets share their random numbers."""
+    return [
+        Job(
+            task,
+            j,
+            budget,
+            derive_seed(seed, "env", task.task_id, j),
+            derive_seed(seed, "policy", task.task_id, j),
+            group,
+        )
+        for task in tasks
+        for j in range(samples)
+    ]
+
+
+@dataclass
+class _Active:
+    job: Job
+    env: Env
+    trajectory: Trajectory
+    observations: list[str]
+
+
+def _start(job: Job, make_env: Callable[[], Env], policy_name: str, budget_mode: str) -> _Active:
+    env = make_env()
+    first = env.reset(job.task, job.env_seed)
+    trajectory = Trajectory(
+        env=env.name,
+        policy=policy_name,
+        task_id=job.task.task_id,
+        sample=job.sample,
+        budget=job.budget,
+        budget_mode=budget_mode,
+        env_seed=job.env_seed,
+        policy_seed=job.policy_seed,
+        initial_observation=first,
+        group=job.group,
+    )
+    return _Active(job, env, trajectory, [first])
+
+
+def _request(active: _Active, prompt: PromptConfig) -> Request:
+    env, turn = active.env, len(active.trajectory.turns)
+    system = system_prompt(
+        env.name,
+        env.instruction(),
+        env.action_format(),
+        budget=active.job.budget,
+        completed=turn,
+        budget_mode=prompt.budget_mode,
+    )
+    replies = [t.reply for t in active.trajectory.turns]
+    messages = build_messages(system, active.observations, replies, prompt.history)
+    remaining = active.job.budget - turn if prompt.budget_mode == "announced" else None
+    return Request(messages=messages, seed=active.job.policy_seed, turn=turn, env=env, remaining=remaining)
+
+
+def _apply(active: _Active, text: str) -> tuple[ParsedAction, StepResult]:
+    """Parse and execute one reply; nothing the model wrote can raise out of here."""
+    env = active.env
+    parsed = env.parse_action(text)
+    if parsed.action is None:
+        result = StepResult(
+            f"Invalid action: {parsed.error}. Nothing happened.\n{env.render()}", 0.0, False, False, False
+        )
+    else:
+        try:
+            result = env.step(parsed.action)
+        except Exception as exc:  # an environment bug must not sink the whole evaluation
+            result = StepResult(
+                f"Invalid action: the environment could not execute it ({type(exc).__name__}).\n{env.render()}",
+                0.0,
+                False,
+                False,
+                False,
+            )
+    return parsed, result
+
+
+def run_rollouts(
+    make_env: Callable[[], Env],
+    jobs: Sequence[Job],
+    policy: Policy,
+    prompt: PromptConfig | None = None,
+    *,
+    max_active: int = 256,
+    on_finish: Callable[[Trajectory], None] | None = None,
+    policy_name: str | None = None,
+) -> list[Trajectory]:
+    """Run every job to completion and return the trajectories in job order.
+
+    Args:
+        make_env: builds a fresh environment (one per active trajectory).
+        jobs: the trajectories to run; each carries its budget and seeds.
+        policy: called once per tick with the requests of all active trajectories.
+        prompt: budget mode and history window.
+        max_active: most trajectories in flight at once (bounds memory, e.g. KV caches).
+        on_finish: called with each trajectory as soon as it finishes (e.g. to write it).
+        policy_name: the name recorded in each trajectory (default: ``policy.name``).
+    """
+    prompt = prompt or PromptConfig()
+    if max_active < 1:
+        raise ValueError(f"max_active must be >= 1, got {max_active}")
+    policy_name = policy_name or getattr(policy, "name", type(policy).__name__)
+    results: list[Trajectory | None] = [None] * len(jobs)
+    pending = list(range(len(jobs)))[::-1]
+    active: dict[int, _Active] = {}
+    while pending or active:
+        while pending and len(active) < max_active:
+            index = pending.pop()
+            if jobs[index].budget < 1:
+                raise ValueError(f"a budget must be >= 1 turn, got {jobs[index].budget}")
+            active[index] = _start(jobs[index], make_env, policy_name, prompt.budget_mode)
+        order = list(active)
+        replies = policy.generate([_request(active[i], prompt) for i in order])
+        if len(replies) != len(order):
+            raise RuntimeError(f"policy {policy_name!r} returned {len(replies)} replies for {len(order)} requests")
+        for index, reply in zip(order, replies, strict=True):
+            item = active[index]
+            trajectory = item.trajectory
+            state = str(item.env.state_key())
+            if reply.error is not None:
+                trajectory.error = reply.error
+                finished = True
+            else:
+                parsed, result = _apply(item, reply.text)
+                trajectory.turns.append(
+                    TurnRecord(
+                        reply=reply.text,
+                        action=parsed.action,
+                        valid=result.valid,
+                        reward=result.reward,
+                        observation=result.observation,
+                        state=state,
+                        strict_format=parsed.strict_format,
+                        token_ids=list(reply.token_ids) if reply.token_ids is not None else None,
+                        logprobs=list(reply.logprobs) if reply.logprobs is not None else None,
+                    )
+                )
+                item.observations.append(result.observation)
+                if result.success and trajectory.success_turn is None:
+                    trajectory.success = True
+                    trajectory.success_turn = len(trajectory.turns)
+                finished = result.done or len(trajectory.turns) >= item.job.budget
+            if finished:
+                del active[index]
+                results[index] = trajectory
+                if on_finish is not None:
+                    on_finish(trajectory)
+    return [t for t in results if t is not None]

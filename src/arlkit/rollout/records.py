@@ -1,0 +1,165 @@
+"""Trajectory records: what the engine produces and what ``trajectories.jsonl`` holds.
+
+Each finished trajectory is one JSON line with at least ``task_id``, ``sample``, ``budget``,
+``budget_mode``, ``turns`` (each with ``reply``, ``action``, ``valid``, ``reward``,
+``observation``), ``success``, ``success_turn`` (1-based or null) and ``return``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["JsonlWriter", "Trajectory", "TurnRecord", "read_trajectories"]
+
+
+@dataclass
+class TurnRecord:
+    """One turn: the model's reply and what the environment made of it.
+
+    Attributes:
+        reply: the raw reply text.
+        action: the parsed action, or ``None`` when the reply had none.
+        valid: the action was parsed and admitted by the environment.
+        reward: the step reward.
+        observation: the observation returned after this action.
+        state: the environment's state key *before* the action (anchor / matched states).
+        strict_format: the reply matched the strict ``<think>..</think><action>..</action>`` format.
+        token_ids: generated token ids, when the policy returns them (not written to JSON lines
+            unless asked).
+        logprobs: per-token log-probs at sampling time, when the policy returns them.
+    """
+
+    reply: str
+    action: str | None
+    valid: bool
+    reward: float
+    observation: str
+    state: str = ""
+    strict_format: bool = False
+    token_ids: list[int] | None = None
+    logprobs: list[float] | None = None
+
+
+@dataclass
+class Trajectory:
+    """One multi-turn episode of one task under one budget.
+
+    Attributes:
+        env: environment name.
+        policy: policy spec string.
+        task_id: the task's id.
+        sample: index of this trajectory among the samples of its task (0-based).
+        budget: the turn budget T it ran under.
+        budget_mode: ``announced`` or ``hidden``.
+        env_seed: seed of the environment's randomness.
+        policy_seed: seed of the policy's sampling.
+        initial_observation: the observation before the first action.
+        turns: the turns taken.
+        success: the task was solved within the budget.
+        success_turn: 1-based turn of the first success, or ``None``.
+        error: a policy-backend failure that ended the trajectory early, or ``None``.
+        group: an optional group label (training: the trajectories of one task in one step).
+    """
+
+    env: str
+    policy: str
+    task_id: str
+    sample: int
+    budget: int
+    budget_mode: str
+    env_seed: int
+    policy_seed: int
+    initial_observation: str
+    turns: list[TurnRecord] = field(default_factory=list)
+    success: bool = False
+    success_turn: int | None = None
+    error: str | None = None
+    group: str | None = None
+
+    @property
+    def total_return(self) -> float:
+        """Sum of the step rewards."""
+        return float(sum(turn.reward for turn in self.turns))
+
+    def key(self) -> tuple[str, int, str, int]:
+        """What identifies a trajectory within an evaluation: (policy, budget, task, sample)."""
+        return (self.policy, self.budget, self.task_id, self.sample)
+
+    def to_json(self, *, with_tokens: bool = False) -> dict[str, Any]:
+        """The JSON-line form (``return`` is the total reward)."""
+        data = asdict(self)
+        if not with_tokens:
+            for turn in data["turns"]:
+                turn.pop("token_ids", None)
+                turn.pop("logprobs", None)
+        data["return"] = self.total_return
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Trajectory:
+        """Inverse of :meth:`to_json`."""
+        fields = dict(data)
+        fields.pop("return", None)
+        fields["turns"] = [TurnRecord(**turn) for turn in fields.get("turns", [])]
+        return cls(**fields)
+
+
+class JsonlWriter:
+    """Appends one JSON line per trajectory and flushes it, so a killed run loses at most the
+    line being written (which :func:`read_trajectories` then discards)."""
+
+    def __init__(self, path: Path, *, with_tokens: bool = False) -> None:
+        self.path = path
+        self.with_tokens = with_tokens
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def write(self, trajectory: Trajectory) -> None:
+        line = json.dumps(trajectory.to_json(with_tokens=self.with_tokens), ensure_ascii=False)
+        self._file.write(line + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> JsonlWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_trajectories(path: Path, *, repair: bool = False) -> list[Trajectory]:
+    """Trajectories of a JSON-lines file.
+
+    A last line cut short by a crash is skipped with a warning; with ``repair`` the file is also
+    truncated to its last complete line so that appends continue cleanly.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    complete_end = raw.rfind(b"\n") + 1
+    if complete_end < len(raw):
+        warnings.warn(
+            f"{path}: discarding a half-written last line ({len(raw) - complete_end} bytes) left by an interrupted run",
+            stacklevel=2,
+        )
+        if repair:
+            with open(path, "r+b") as handle:
+                handle.truncate(complete_end)
+                handle.flush()
+                os.fsync(handle.fileno())
+    out = []
+    for number, line in enumerate(raw[:complete_end].splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(Trajectory.from_json(json.loads(line)))
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise ValueError(f"{path}:{number}: not a trajectory record ({exc})") from None
+    return out
