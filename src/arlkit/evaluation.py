@@ -118,7 +118,7 @@ def _run_identity(config: EvalConfig) -> dict[str, Any]:
     data.pop("max_active")
     data["env_args"] = config_to_dict(env_config(config.env, config.env_args))
     data["prompt_version"] = PROMPT_VERSION
-    return data
+    return json.loads(json.dumps(data, sort_keys=True))  # the form it takes in run.json
 
 
 def _claim_directory(out: Path, identity: dict[str, Any]) -> None:

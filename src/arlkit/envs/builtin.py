@@ -1,3 +1,4 @@
 """Imports every built-in environment module so that their registrations run."""
 
 from arlkit.envs import frozenlake  # noqa: F401
+from arlkit.envs import sokoban  # noqa: F401

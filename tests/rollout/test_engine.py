@@ -1,0 +1,134 @@
+"""The batched rollout engine, prompts and parsing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from arlkit.envs import make
+from arlkit.envs.checker import JUNK_REPLIES
+from arlkit.policies import Reply, Request, make_policy
+from arlkit.rollout import PromptConfig, build_messages, make_jobs, parse_tagged_action, run_rollouts
+
+
+def _factory(**config: object):
+    return lambda: make("frozenlake", **config)
+
+
+def _summary(trajs):  # type: ignore[no-untyped-def]
+    return [(t.task_id, t.sample, t.success_turn, [turn.action for turn in t.turns]) for t in trajs]
+
+
+def test_outcomes_do_not_depend_on_batch_composition() -> None:
+    tasks = _factory()().tasks("test", 6)
+    jobs = make_jobs(tasks, 4, 20, seed=5)
+    policy = make_policy("noisy-oracle:0.4")
+    wide = run_rollouts(_factory(), jobs, policy, max_active=256)
+    narrow = run_rollouts(_factory(), jobs, policy, max_active=3)
+    assert _summary(wide) == _summary(narrow)
+    other_seed = run_rollouts(_factory(), make_jobs(tasks, 4, 20, seed=6), policy)
+    assert _summary(other_seed) != _summary(wide)
+
+
+@dataclass
+class Scripted:
+    """Answers from a fixed list of replies and records every request."""
+
+    replies: Sequence[str]
+    name: str = "scripted"
+    seen: list[Request] = field(default_factory=list)
+
+    def generate(self, requests: Sequence[Request]) -> list[Reply]:
+        self.seen.extend(requests)
+        return [Reply(self.replies[r.turn % len(self.replies)]) for r in requests]
+
+
+def test_junk_replies_are_invalid_turns_that_consume_the_budget() -> None:
+    tasks = _factory()().tasks("test", 2)
+    policy = Scripted(JUNK_REPLIES)
+    trajs = run_rollouts(_factory(), make_jobs(tasks, 1, len(JUNK_REPLIES), 0), policy)
+    for traj in trajs:
+        assert len(traj.turns) == len(JUNK_REPLIES) and not traj.success
+        assert not any(turn.valid for turn in traj.turns)
+        assert all("Invalid action" in turn.observation for turn in traj.turns)
+
+
+def test_announced_prompt_carries_the_counters_and_hidden_does_not() -> None:
+    tasks = _factory(slippery=False)().tasks("test", 1)
+    policy = Scripted(["<action>Up</action>"])
+    run_rollouts(_factory(slippery=False), make_jobs(tasks, 1, 3, 0), policy, PromptConfig("announced"))
+    systems = [r.messages[0]["content"] for r in policy.seen]
+    for t, text in enumerate(systems):
+        assert f"3 turns in total, {t} completed, {3 - t} remaining" in text
+    assert [r.remaining for r in policy.seen] == [3, 2, 1]
+    hidden = Scripted(["<action>Up</action>"])
+    run_rollouts(_factory(slippery=False), make_jobs(tasks, 1, 3, 0), hidden, PromptConfig("hidden"))
+    for request in hidden.seen:
+        text = request.messages[0]["content"]
+        assert "budget" not in text.lower() and "remaining" not in text and request.remaining is None
+    # apart from the budget statements, the task sections are identical
+    assert systems[0].split("TASK-SPECIFIC INSTRUCTION:")[1] == hidden.seen[0].messages[0]["content"].split("TASK-SPECIFIC INSTRUCTION:")[1]
+
+
+def test_history_window_keeps_the_first_observation_and_last_pairs() -> None:
+    msgs = build_messages("sys", ["o0", "o1", "o2", "o3"], ["r1", "r2", "r3"], history=2)
+    assert [m["content"] for m in msgs] == ["sys", "o0", "r2", "o2", "r3", "o3"]
+    full = build_messages("sys", ["o0", "o1"], ["r1"])
+    assert [m["role"] for m in full] == ["system", "user", "assistant", "user"]
+    with pytest.raises(ValueError):
+        build_messages("sys", ["o0"], ["r1"])
+
+
+def test_backend_errors_end_only_their_trajectory() -> None:
+    @dataclass
+    class Failing:
+        name: str = "failing"
+
+        def generate(self, requests: Sequence[Request]) -> list[Reply]:
+            return [
+                Reply("", error="HTTP 503 after 3 retries") if r.seed % 2 else Reply("<action>Down</action>")
+                for r in requests
+            ]
+
+    tasks = _factory()().tasks("test", 4)
+    trajs = run_rollouts(_factory(), make_jobs(tasks, 4, 5, 0), Failing())
+    failed = [t for t in trajs if t.error]
+    ok = [t for t in trajs if not t.error]
+    assert failed and ok and len(trajs) == 16
+    assert all(t.error == "HTTP 503 after 3 retries" and not t.turns for t in failed)
+    assert all(t.turns for t in ok)
+
+
+@pytest.mark.parametrize(
+    "reply,action,strict",
+    [
+        ("<think>go</think><action>Left</action>", "Left", True),
+        ("  <think>go</think>\n<action> Left </action>\n", "Left", True),
+        ("<action>Left</action>", "Left", False),
+        ("I move <action>Left</action> now", "Left", False),
+        ("<ACTION>Up</ACTION>", "Up", False),
+        ("<action>Left</action><action>Right</action>", None, False),
+        ("<action>Left", None, False),
+        ("<action>  </action>", None, False),
+        ("", None, False),
+        ("<think>a</think><think>b</think><action>Up</action>", "Up", False),
+    ],
+)
+def test_parsing(reply: str, action: str | None, strict: bool) -> None:
+    parsed = parse_tagged_action(reply)
+    assert parsed.action == action
+    assert parsed.strict_format == strict
+    assert (parsed.error is None) == (action is not None)
+
+
+def test_success_turn_and_return_are_recorded() -> None:
+    env = make("frozenlake", slippery=False)
+    tasks = env.tasks("test", 5)
+    trajs = run_rollouts(_factory(slippery=False), make_jobs(tasks, 1, 70, 0), make_policy("oracle"))
+    for traj, task in zip(trajs, tasks):
+        env.reset(task, 0)
+        assert traj.success and traj.success_turn == env.shortest_solution_length() == len(traj.turns)
+        assert traj.to_json()["return"] == 1.0
+        assert all(turn.strict_format for turn in traj.turns)
