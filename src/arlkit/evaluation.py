@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from arlkit.config import ConfigError, config_to_dict
-from arlkit.envs import Env, Task, env_config, has_oracle
+from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.registry import make
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table, resolve_budgets
 from arlkit.policies import SamplingConfig, make_policy
@@ -140,18 +140,19 @@ def _claim_directory(out: Path, identity: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _success_probabilities(env: Env, tasks: Sequence[Task]) -> Callable[[int], np.ndarray] | None:
-    if not has_oracle(env):
+def _per_task(env: Env, tasks: Sequence[Task], available: bool, measure: str) -> Callable[[int], np.ndarray] | None:
+    """``T -> array`` of an oracle quantity (``success_probability`` or ``headroom``) per task."""
+    if not available:
         return None
 
-    def probs(T: int) -> np.ndarray:
-        values = []
+    def values(T: int) -> np.ndarray:
+        out = []
         for task in tasks:
             env.reset(task, 0)
-            values.append(env.success_probability(T))  # type: ignore[attr-defined]
-        return np.array(values)
+            out.append(getattr(env, measure)(T))
+        return np.array(out, dtype=np.float64)
 
-    return probs
+    return values
 
 
 def run_eval(
@@ -213,7 +214,8 @@ def run_eval(
 
     trajectories = read_trajectories(path)
     task_ids = [t.task_id for t in tasks]
-    probs = _success_probabilities(probe, tasks)
+    probs = _per_task(probe, tasks, has_oracle(probe), "success_probability")
+    headroom = _per_task(probe, tasks, isinstance(probe, BudgetHeadroom), "headroom")
     rows: list[PassRow] = []
     for spec in config.policies:
         mine = [t for t in trajectories if t.policy == spec]
@@ -227,6 +229,7 @@ def run_eval(
             t_max=probe.t_max,
             task_ids=task_ids,
             success_probability=probs,
+            headroom=headroom,
             resamples=config.bootstrap,
             seed=config.seed,
         )

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import count
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -47,6 +47,10 @@ class FrozenLakeConfig:
         t_max: the family's full turn budget T_max (RT uses 70).
         seed: seed of the task stream (which maps exist); the split of a map depends only on its
             content.
+        task_set: ``random`` (Gymnasium's random maps) or ``budget_sensitive`` (slippery maps whose
+            budget headroom at 25% of T_max is at least ``headroom_threshold``; see
+            :mod:`arlkit.envs.frozenlake_sets`).
+        headroom_threshold: the least headroom of a ``budget_sensitive`` map.
     """
 
     size: int = 4
@@ -55,6 +59,8 @@ class FrozenLakeConfig:
     success_rate: float = 1.0 / 3.0
     t_max: int = 70
     seed: int = 0
+    task_set: Literal["random", "budget_sensitive"] = "random"
+    headroom_threshold: float = 0.10
 
     def __post_init__(self) -> None:
         if not 2 <= self.size <= 32:
@@ -65,6 +71,10 @@ class FrozenLakeConfig:
             raise ValueError(f"success_rate must be in [0, 1], got {self.success_rate}")
         if self.t_max < 1:
             raise ValueError(f"t_max must be >= 1, got {self.t_max}")
+        if self.task_set not in ("random", "budget_sensitive"):
+            raise ValueError(f"task_set must be random or budget_sensitive, got {self.task_set!r}")
+        if self.task_set == "budget_sensitive" and not self.slippery:
+            raise ValueError("task_set=budget_sensitive needs slippery=true (deterministic maps have no headroom)")
 
 
 def _reaches_goal(board: Sequence[str]) -> bool:
@@ -114,27 +124,34 @@ class LakeModel:
         self.terminal = np.array([ch in "GH" for ch in flat])
         self.goal_reward = np.array([1.0 if ch == "G" else 0.0 for ch in flat])
         self.start = flat.index("S")
+        rows, cols = np.divmod(np.arange(n), self.ncol)
+        # next_cell[s, b]: the cell reached from s by a move in direction b (the border stops it)
+        self.next_cell = np.stack(
+            [
+                np.clip(rows + dr, 0, self.nrow - 1) * self.ncol + np.clip(cols + dc, 0, self.ncol - 1)
+                for dr, dc in _MOVES
+            ],
+            axis=1,
+        )
+        if slippery:
+            side = (1.0 - success_rate) / 2.0
+            outcomes = [(-1, side), (0, success_rate), (1, side)]  # (direction offset, probability)
+        else:
+            outcomes = [(0, 1.0)]
         self.transitions = np.zeros((n, 4, n))
-        for s in range(n):
-            for a in range(4):
-                if self.terminal[s]:
-                    self.transitions[s, a, s] = 1.0
-                elif slippery:
-                    side = (1.0 - success_rate) / 2.0
-                    for b, p in (((a - 1) % 4, side), (a, success_rate), ((a + 1) % 4, side)):
-                        self.transitions[s, a, self.move(s, b)] += p
-                else:
-                    self.transitions[s, a, self.move(s, a)] = 1.0
+        states = np.arange(n)
+        for a in range(4):
+            for offset, prob in outcomes:
+                np.add.at(self.transitions[:, a, :], (states, self.next_cell[:, (a + offset) % 4]), prob)
+        term = np.flatnonzero(self.terminal)
+        self.transitions[term] = 0.0
+        self.transitions[term, :, term] = 1.0  # holes and the goal absorb (episodes end there)
         self.distance = self._distances()
         self._values: dict[float, np.ndarray] = {}
 
     def move(self, s: int, a: int) -> int:
         """The cell reached from ``s`` by a non-slipping move ``a`` (the border stops the move)."""
-        r, c = divmod(s, self.ncol)
-        dr, dc = _MOVES[a]
-        r = min(max(r + dr, 0), self.nrow - 1)
-        c = min(max(c + dc, 0), self.ncol - 1)
-        return r * self.ncol + c
+        return int(self.next_cell[s, a])
 
     def _distances(self) -> np.ndarray:
         n = self.nrow * self.ncol
@@ -182,6 +199,54 @@ class LakeModel:
             return 0.0
         return float(self.q_values(horizon, gamma=1.0)[horizon, state].max())
 
+    def planning_policy(self, horizon: int, criterion: str = "discounted") -> np.ndarray:
+        """Array (horizon, S, 4): the action distribution at turn t (0-based) of the oracle that
+        plans for ``horizon`` turns, i.e. for ``h = horizon - t`` remaining turns at turn t, spreading
+        uniformly over its best actions.
+
+        ``criterion`` ``discounted``: best by Q*_h with gamma = 0.95 (arlkit's oracle).
+        ``success``: best by the probability of success within h (gamma = 1), ties broken by Q*_h.
+        """
+        if criterion not in ("discounted", "success"):
+            raise ValueError(f"criterion must be 'discounted' or 'success', got {criterion!r}")
+        # row t of these stacks plans for h = horizon - t remaining turns
+        q_discounted = self.q_values(horizon, gamma=GAMMA)[horizon:0:-1]
+        q_first = self.q_values(horizon, gamma=1.0)[horizon:0:-1] if criterion == "success" else q_discounted
+        first = q_first >= q_first.max(axis=2, keepdims=True) - 1e-12
+        second = np.where(first, q_discounted, -np.inf)
+        best = first & (second >= second.max(axis=2, keepdims=True) - 1e-12)
+        return best / best.sum(axis=2, keepdims=True)
+
+    def policy_success_probability(self, policy: np.ndarray, budget: int) -> np.ndarray:
+        """Array (S,): probability that the non-stationary ``policy`` (array (>= budget, S, 4) of
+        action distributions per turn) reaches the goal within ``budget`` turns from each state."""
+        reward = self.transitions @ self.goal_reward  # (S, 4)
+        continuing = self.transitions * (~self.terminal)[None, None, :]
+        value = np.zeros(self.transitions.shape[0])
+        for t in range(budget - 1, -1, -1):
+            q = reward + continuing @ value
+            value = (policy[t] * q).sum(axis=1)
+            value[self.terminal] = 0.0
+        return value
+
+    def headroom(self, budget: int, t_max: int, criterion: str = "discounted") -> float:
+        """Budget headroom at ``budget`` from the start cell (SPEC §2.5): the success probability
+        within T of an oracle that plans for the announced budget T minus that of the same oracle
+        planning for the full budget T_max (what full-budget training converges to).
+
+        ``discounted`` (default): both are arlkit's gamma = 0.95 oracle; 0 at T = T_max.
+        ``success``: the budget-aware side is the exact optimum V*_T (gamma = 1) and the full-budget
+        side maximises success within T_max; never negative, 0 at T = T_max.
+        """
+        if not 1 <= budget <= t_max:
+            raise ValueError(f"budget must be between 1 and t_max = {t_max}, got {budget}")
+        full = self.policy_success_probability(self.planning_policy(t_max, criterion), budget)[self.start]
+        if criterion == "success":
+            aware = self.success_probability(self.start, budget)
+        else:
+            aware = float(self.policy_success_probability(self.planning_policy(budget, criterion), budget)[self.start])
+        return aware - float(full)
+
 
 @functools.lru_cache(maxsize=4096)
 def lake_model(desc: tuple[str, ...], slippery: bool, success_rate: float) -> LakeModel:
@@ -194,8 +259,9 @@ class FrozenLakeEnv:
 
     name = "frozenlake"
 
-    def __init__(self, config: FrozenLakeConfig) -> None:
+    def __init__(self, config: FrozenLakeConfig, *, use_shipped: bool = True) -> None:
         self.config = config
+        self._use_shipped = use_shipped
         self.t_max = config.t_max
         self._model: LakeModel | None = None
         self._task: Task | None = None
@@ -204,14 +270,41 @@ class FrozenLakeEnv:
         self._rng = np.random.default_rng(0)
 
     # -- tasks ---------------------------------------------------------------------------------
-    def _map_stream(self) -> Iterator[tuple[str, ...]]:
+    def _map_stream(self) -> Iterator[tuple[str, ...] | None]:
+        if self.config.task_set == "budget_sensitive":
+            from arlkit.envs.frozenlake_sets import budget_sensitive_maps
+
+            yield from budget_sensitive_maps(
+                self.config.size,
+                self.config.success_rate,
+                self.config.t_max,
+                threshold=self.config.headroom_threshold,
+                seed=self.config.seed,
+                p_frozen=self.config.p_frozen,
+            )
+            return
         for i in count():
             rng = np.random.default_rng([self.config.seed, self.config.size, i])
             yield tuple(generate_random_map(self.config.size, self.config.p_frozen, rng))
 
     def tasks(self, split: str, n: int) -> list[Task]:
-        maps = collect_split(self._map_stream(), "\n".join, split, n, max_draws=200 * n + 20_000)
+        budget_sensitive = self.config.task_set == "budget_sensitive"
+        if budget_sensitive and self._use_shipped:
+            from arlkit.envs.frozenlake_sets import shipped_maps
+
+            shipped = shipped_maps(self._set_params(), split, n)
+            if shipped is not None:
+                return [self.task_from_map(desc) for desc in shipped]
+        max_draws = 20 * n + 200 if budget_sensitive else 50 * n + 5_000
+        maps = collect_split(self._map_stream(), "\n".join, split, n, max_draws=max_draws)
         return [self.task_from_map(desc) for desc in maps]
+
+    def _set_params(self) -> dict:
+        c = self.config
+        return {
+            "size": c.size, "success_rate": c.success_rate, "t_max": c.t_max, "threshold": c.headroom_threshold,
+            "seed": c.seed, "p_frozen": c.p_frozen,
+        }  # fmt: skip
 
     @staticmethod
     def task_from_map(desc: Sequence[str]) -> Task:
@@ -339,6 +432,11 @@ class FrozenLakeEnv:
 
     def success_probability(self, remaining: int) -> float:
         return self.model.success_probability(self._pos, remaining)
+
+    def headroom(self, budget: int) -> float:
+        """Budget headroom of the current task at ``budget`` (SPEC §2.5): the budget-aware optimum's
+        success probability from the start minus that of the policy optimal for T_max."""
+        return self.model.headroom(budget, self.t_max)
 
 
 def _action_index(action: str) -> int | None:

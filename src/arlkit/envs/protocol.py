@@ -15,7 +15,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["ActionSpace", "Env", "Oracle", "ParsedAction", "StepResult", "Task", "has_oracle"]
+__all__ = ["ActionSpace", "BudgetHeadroom", "Env", "Oracle", "ParsedAction", "StepResult", "Task", "has_oracle"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,16 @@ class ActionSpace(Protocol):
 
     def admissible_actions(self) -> Sequence[str]:
         """Every action that is admissible in the current state, in canonical spelling."""
+        ...
+
+
+@runtime_checkable
+class BudgetHeadroom(Protocol):
+    """Optional capability: the exact budget headroom of the current task (SPEC §2.5)."""
+
+    def headroom(self, budget: int) -> float:
+        """Success probability within ``budget`` of the budget-aware optimum minus that of the
+        policy that is optimal for the full budget T_max, from the task's start."""
         ...
 
 

@@ -30,12 +30,13 @@ def split_of(content: str) -> str:
 
 
 def collect_split(
-    candidates: Iterator[T], key: Callable[[T], str], split: str, n: int, max_draws: int
+    candidates: Iterator[T | None], key: Callable[[T], str], split: str, n: int, max_draws: int
 ) -> list[T]:
     """The first ``n`` distinct candidates (by ``key``) that fall in ``split``.
 
     Draws at most ``max_draws`` candidates so that a small task space (a 4x4 map family has few
-    distinct maps) ends in a clear ``ValueError`` instead of a hang.
+    distinct maps) ends in a clear ``ValueError`` instead of a hang. A stream may yield ``None`` for
+    a failed attempt: it counts as a draw.
     """
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; valid choices: {', '.join(SPLITS)}")
@@ -51,6 +52,8 @@ def collect_split(
                 f"only {len(out)} distinct {split} tasks found in {max_draws} draws (asked for {n}); "
                 "ask for fewer tasks or a larger task space"
             )
+        if candidate is None:
+            continue
         k = key(candidate)
         if k in seen or split_of(k) != split:
             continue

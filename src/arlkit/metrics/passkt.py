@@ -41,9 +41,11 @@ class PassRow:
     upper_bound: float | None
     n_tasks: int
     n_samples: int
+    headroom: float | None = None
 
     def csv_row(self) -> list[str]:
         ub = "" if self.upper_bound is None else f"{self.upper_bound:.6f}"
+        hr = "" if self.headroom is None else f"{self.headroom:.6f}"
         return [
             self.env,
             self.policy,
@@ -57,10 +59,14 @@ class PassRow:
             ub,
             str(self.n_tasks),
             str(self.n_samples),
+            hr,
         ]
 
 
-CSV_HEADER = ["env", "policy", "budget_mode", "T", "T_frac", "k", "pass", "ci_low", "ci_high", "upper_bound", "n_tasks", "n_samples"]
+CSV_HEADER = [
+    "env", "policy", "budget_mode", "T", "T_frac", "k", "pass", "ci_low", "ci_high", "upper_bound", "n_tasks",
+    "n_samples", "headroom",
+]  # fmt: skip
 
 
 def resolve_budgets(specs: Sequence[str | int], t_max: int) -> list[int]:
@@ -153,6 +159,7 @@ def pass_table(
     t_max: int,
     task_ids: Sequence[str],
     success_probability: Callable[[int], np.ndarray] | None = None,
+    headroom: Callable[[int], np.ndarray] | None = None,
     resamples: int = 2000,
     seed: int = 0,
     clusters: Mapping[str, object] | None = None,
@@ -160,18 +167,22 @@ def pass_table(
     """Every (T, k) cell for one policy, with bootstrap CIs over tasks and the upper bound.
 
     ``success_probability(T)`` returns ``p*`` per task (in ``task_ids`` order) when the
-    environment has an oracle.
+    environment has an oracle; ``headroom(T)`` the budget headroom per task when it has one.
     """
     rows = []
     labels = [clusters[t] for t in task_ids] if clusters else None
     for T in budgets:
         probs = success_probability(T) if success_probability is not None else None
+        mean_headroom = float(np.mean(headroom(T))) if headroom is not None else None
         n_samples = min((n for n, _ in task_counts(trajectories, T, budget_mode, task_ids)), default=0)
         for k in ks:
             values = per_task_pass(trajectories, T, k, budget_mode, task_ids)
             est = bootstrap_mean(values, resamples=resamples, seed=seed, clusters=labels)
             ub = float(upper_bound_per_task(probs, k).mean()) if probs is not None else None
             rows.append(
-                PassRow(env, policy, budget_mode, T, T / t_max, k, est.value, est.low, est.high, ub, len(task_ids), n_samples)
+                PassRow(
+                    env, policy, budget_mode, T, T / t_max, k, est.value, est.low, est.high, ub, len(task_ids),
+                    n_samples, mean_headroom,
+                )  # fmt: skip
             )
     return rows

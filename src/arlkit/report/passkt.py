@@ -58,6 +58,9 @@ def summary_markdown(rows: Sequence[PassRow], *, title: str, notes: Sequence[str
         bounds = [cell[(policies[0], T, k)].upper_bound for T in budgets]
         if all(b is not None for b in bounds):
             lines.append("| upper bound | " + " | ".join(_pct(b) for b in bounds if b is not None) + " |")
+        headrooms = [cell[(policies[0], T, k)].headroom for T in budgets]
+        if k == ks[0] and all(h is not None for h in headrooms):
+            lines.append("| budget headroom | " + " | ".join(_pct(h) for h in headrooms if h is not None) + " |")
         lines.append("")
     lines += list(notes)
     return "\n".join(lines).rstrip() + "\n"
@@ -115,6 +118,8 @@ def write_eval_report(result: EvalResult, config: EvalConfig) -> None:
         f"- trajectories: {len(result.trajectories)}; ended by a policy error: {result.errors}",
         "- upper bound: the best Pass@k any policy can reach, mean over tasks of 1 - (1 - p*)^k with p* the "
         "optimal success probability within T (the structural bound for deterministic tasks).",
+        "- budget headroom (Pass@1 scale): the budget-aware optimum minus the policy optimal for T_max, within T; "
+        "the ceiling of any gain from budget-aware training (BudgetMix).",
         "- files: trajectories.jsonl, passkt.csv, passkt.png, run.json",
     ]
     _atomic_write_text(out / "summary.md", summary_markdown(result.rows, title=title, notes=notes))
