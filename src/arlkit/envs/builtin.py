@@ -2,3 +2,4 @@
 
 from arlkit.envs import frozenlake  # noqa: F401
 from arlkit.envs import sokoban  # noqa: F401
+from arlkit.envs import sql, tools  # noqa: F401

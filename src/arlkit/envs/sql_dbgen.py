@@ -1,0 +1,641 @@
+"""The five databases of arlkit's own SQL task set, generated deterministically.
+
+Each database is produced as a SQL script (``CREATE TABLE`` + ``INSERT``) by a pure function of a
+fixed seed, using a small SplitMix64 generator written here (so the output cannot change with the
+Python version). The SHA-256 of every script is pinned in :data:`SCRIPT_SHA256` and checked by the
+tests; the SQLite files are built from the scripts on first use into a cache directory, under a
+name that contains the script's hash, and are only ever opened read-only afterwards.
+
+Databases (rows per table, approximately):
+
+- ``university``: department 8, instructor 48, student 600, course 72, enrollment ~3,000
+- ``retail``: customer 400, category 10, product 150, orders 1,500, order_item ~3,700
+- ``flights``: airport 24, airline 8, flight 900, passenger 700, booking ~3,000
+- ``library``: branch 6, author 90, book 400, member 300, loan 2,000
+- ``music``: artist 60, album 180, track 1,800, playlist 40, playlist_track ~1,100
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DATABASES", "SCRIPT_SHA256", "build_database", "database_script", "default_cache_dir", "ensure_databases"]
+
+_MASK = (1 << 64) - 1
+
+
+class _Rng:
+    """SplitMix64: tiny, fast and identical on every platform and Python version."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & _MASK
+
+    def next64(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+        return z ^ (z >> 31)
+
+    def randint(self, lo: int, hi: int) -> int:
+        """Uniform integer in [lo, hi]."""
+        return lo + self.next64() % (hi - lo + 1)
+
+    def choice(self, seq: Sequence[Any]) -> Any:
+        return seq[self.randint(0, len(seq) - 1)]
+
+    def chance(self, p: float) -> bool:
+        return self.next64() < int(p * (1 << 64))
+
+    def weighted(self, items: Sequence[Any], weights: Sequence[int]) -> Any:
+        r = self.randint(1, sum(weights))
+        for item, w in zip(items, weights, strict=True):
+            r -= w
+            if r <= 0:
+                return item
+        return items[-1]  # pragma: no cover
+
+    def date(self, start: str, end: str) -> str:
+        a, b = _dt.date.fromisoformat(start).toordinal(), _dt.date.fromisoformat(end).toordinal()
+        return _dt.date.fromordinal(self.randint(a, b)).isoformat()
+
+
+FIRST = (
+    "Ava Ben Chloe Daniel Elena Felix Grace Hugo Iris Jonas Kira Liam Maya Noah Olivia Pablo Quinn Rosa Samir "
+    "Tara Umar Vera Wei Xenia Yusuf Zoe Amir Bianca Carlos Dana Emil Fatima Gabriel Hana Ivan Julia Kenji Lena "
+    "Marco Nina Oscar Priya Rafael Sofia Tomas Uma Victor Wanda Yara Zane"
+).split()
+LAST = (
+    "Adams Baker Costa Dubois Evans Fischer Garcia Hansen Ito Jensen Kowalski Lopez Moreau Novak Okafor Patel "
+    "Quiroga Rossi Schmidt Tanaka Ueda Varga Weber Xu Yilmaz Zimmer Andersen Bauer Chen Diaz Eriksen Ferreira "
+    "Gomez Horvat Ibrahim Johansson Kim Larsen Meyer Nakamura"
+).split()
+CITIES = (
+    ("Lisbon", "Portugal"),
+    ("Porto", "Portugal"),
+    ("Madrid", "Spain"),
+    ("Barcelona", "Spain"),
+    ("Paris", "France"),
+    ("Lyon", "France"),
+    ("Berlin", "Germany"),
+    ("Munich", "Germany"),
+    ("Rome", "Italy"),
+    ("Milan", "Italy"),
+    ("Vienna", "Austria"),
+    ("Prague", "Czechia"),
+    ("Warsaw", "Poland"),
+    ("Amsterdam", "Netherlands"),
+    ("Oslo", "Norway"),
+    ("Dublin", "Ireland"),
+)
+ADJ = (
+    "Silent Golden Broken Hidden Electric Crimson Distant Frozen Wild Gentle Hollow Bright Velvet Iron Lonely "
+    "Midnight Paper Scarlet Endless Quiet"
+).split()
+NOUN = (
+    "River Garden Mirror Horizon Engine Harbor Forest Signal Winter Lantern Machine Island Shadow Voyage Letter "
+    "Orchard Storm Kingdom Compass Window"
+).split()
+
+# Fixed vocabularies the task set refers to by name.
+DEPARTMENTS = (
+    ("Computer Science", "Turing Hall"),
+    ("Mathematics", "Euler Hall"),
+    ("Physics", "Curie Hall"),
+    ("Biology", "Darwin Hall"),
+    ("History", "Herodotus Hall"),
+    ("Economics", "Smith Hall"),
+    ("Philosophy", "Curie Hall"),
+    ("Chemistry", "Darwin Hall"),
+)
+SEMESTERS = ("2022-Fall", "2023-Spring", "2023-Fall", "2024-Spring")
+GRADES = ("A", "B", "C", "D", "F")
+CATEGORIES = (
+    "Books",
+    "Electronics",
+    "Garden",
+    "Kitchen",
+    "Music",
+    "Office",
+    "Outdoor",
+    "Sports",
+    "Toys",
+    "Beauty",
+)
+ORDER_STATUS = ("delivered", "shipped", "pending", "cancelled")
+AIRPORTS = (
+    ("LIS", "Humberto Delgado", "Lisbon", "Portugal"),
+    ("OPO", "Francisco Sa Carneiro", "Porto", "Portugal"),
+    ("MAD", "Barajas", "Madrid", "Spain"),
+    ("BCN", "El Prat", "Barcelona", "Spain"),
+    ("CDG", "Charles de Gaulle", "Paris", "France"),
+    ("ORY", "Orly", "Paris", "France"),
+    ("LYS", "Saint-Exupery", "Lyon", "France"),
+    ("BER", "Brandenburg", "Berlin", "Germany"),
+    ("MUC", "Franz Josef Strauss", "Munich", "Germany"),
+    ("FRA", "Frankfurt Main", "Frankfurt", "Germany"),
+    ("FCO", "Fiumicino", "Rome", "Italy"),
+    ("MXP", "Malpensa", "Milan", "Italy"),
+    ("VIE", "Schwechat", "Vienna", "Austria"),
+    ("PRG", "Vaclav Havel", "Prague", "Czechia"),
+    ("WAW", "Chopin", "Warsaw", "Poland"),
+    ("AMS", "Schiphol", "Amsterdam", "Netherlands"),
+    ("OSL", "Gardermoen", "Oslo", "Norway"),
+    ("DUB", "Dublin", "Dublin", "Ireland"),
+    ("CPH", "Kastrup", "Copenhagen", "Denmark"),
+    ("ARN", "Arlanda", "Stockholm", "Sweden"),
+    ("HEL", "Vantaa", "Helsinki", "Finland"),
+    ("ATH", "Eleftherios Venizelos", "Athens", "Greece"),
+    ("ZRH", "Kloten", "Zurich", "Switzerland"),
+    ("BRU", "Zaventem", "Brussels", "Belgium"),
+)
+AIRLINES = (
+    ("Atlantic Air", "Portugal"),
+    ("Iberian Wings", "Spain"),
+    ("Gallic Express", "France"),
+    ("Rhine Airways", "Germany"),
+    ("Alpine Jet", "Austria"),
+    ("Nordic Sky", "Norway"),
+    ("Tiber Air", "Italy"),
+    ("Celtic Connect", "Ireland"),
+)
+SEAT_CLASSES = ("economy", "premium", "business")
+GENRES_BOOK = ("fiction", "mystery", "science", "history", "fantasy", "biography", "poetry", "travel")
+MEMBERSHIPS = ("standard", "premium", "student")
+BRANCHES = (
+    ("Central", "Lisbon", 1931),
+    ("Riverside", "Porto", 1978),
+    ("Old Town", "Prague", 1902),
+    ("Harbor", "Oslo", 1995),
+    ("University", "Vienna", 1965),
+    ("Garden", "Dublin", 2008),
+)
+GENRES_MUSIC = ("rock", "jazz", "pop", "electronic", "classical", "folk", "hip-hop", "blues")
+LABELS = ("Northern Records", "Blue Room", "Sunset Tapes", "Vinyl House", "Echo Lane")
+
+
+def _person(rng: _Rng, used: set[str]) -> str:
+    while True:
+        name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
+        if name not in used:
+            used.add(name)
+            return name
+
+
+def _title(rng: _Rng, used: set[str], words: int = 2) -> str:
+    while True:
+        if words == 3 and rng.chance(0.5):
+            title = f"{rng.choice(NOUN)} of the {rng.choice(NOUN)}"
+        else:
+            title = f"{'The ' if words == 3 else ''}{rng.choice(ADJ)} {rng.choice(NOUN)}"
+        if title not in used:
+            used.add(title)
+            return title
+
+
+def _money(cents: int) -> float:
+    return round(cents / 100, 2)
+
+
+Row = tuple[Any, ...]
+Tables = list[tuple[str, str, list[Row]]]  # (name, CREATE TABLE body, rows)
+
+
+def _university(rng: _Rng) -> Tables:
+    departments = [
+        (i + 1, name, building, rng.randint(20, 90) * 10_000) for i, (name, building) in enumerate(DEPARTMENTS)
+    ]
+    people: set[str] = set()
+    instructors = [
+        (i + 1, _person(rng, people), 1 + i % len(DEPARTMENTS), rng.randint(55, 160) * 1000, rng.randint(1990, 2023))
+        for i in range(48)
+    ]
+    students = []
+    for i in range(600):
+        city = rng.choice(CITIES)[0]
+        gpa = None if rng.chance(0.03) else round(rng.randint(180, 400) / 100, 2)
+        students.append(
+            (1001 + i, _person(rng, people), rng.randint(1, len(DEPARTMENTS)), rng.randint(1, 4), gpa, city)
+        )
+    titles: set[str] = set()
+    subjects = ("Introduction to", "Advanced", "Topics in", "Seminar on", "Foundations of", "Applied")
+    courses = []
+    for i in range(72):
+        dept = 1 + i % len(DEPARTMENTS)
+        dept_instructors = [ins[0] for ins in instructors if ins[2] == dept]
+        while True:
+            title = f"{rng.choice(subjects)} {DEPARTMENTS[dept - 1][0]} {rng.randint(1, 9)}"
+            if title not in titles:
+                titles.add(title)
+                break
+        courses.append((f"C{100 + i}", title, dept, rng.choice((3, 4, 5, 6)), rng.choice(dept_instructors)))
+    enrollments = []
+    for student in students:
+        taken: set[tuple[str, str]] = set()
+        for _ in range(rng.randint(2, 8)):
+            course = rng.choice(courses)[0]
+            semester = rng.choice(SEMESTERS)
+            if (course, semester) in taken:
+                continue
+            taken.add((course, semester))
+            grade = None if semester == "2024-Spring" and rng.chance(0.6) else rng.weighted(GRADES, (30, 35, 20, 10, 5))
+            enrollments.append((student[0], course, semester, grade))
+    return [
+        ("department", "dept_id INTEGER PRIMARY KEY, name TEXT NOT NULL, building TEXT, budget INTEGER", departments),
+        (
+            "instructor",
+            "instructor_id INTEGER PRIMARY KEY, name TEXT NOT NULL, dept_id INTEGER REFERENCES department(dept_id), "
+            "salary INTEGER, hire_year INTEGER",
+            instructors,
+        ),
+        (
+            "student",
+            "student_id INTEGER PRIMARY KEY, name TEXT NOT NULL, dept_id INTEGER REFERENCES department(dept_id), "
+            "year INTEGER, gpa REAL, home_city TEXT",
+            students,
+        ),
+        (
+            "course",
+            "course_id TEXT PRIMARY KEY, title TEXT NOT NULL, dept_id INTEGER REFERENCES department(dept_id), "
+            "credits INTEGER, instructor_id INTEGER REFERENCES instructor(instructor_id)",
+            courses,
+        ),
+        (
+            "enrollment",
+            "student_id INTEGER REFERENCES student(student_id), course_id TEXT REFERENCES course(course_id), "
+            "semester TEXT, grade TEXT, PRIMARY KEY (student_id, course_id, semester)",
+            enrollments,
+        ),
+    ]
+
+
+def _retail(rng: _Rng) -> Tables:
+    people: set[str] = set()
+    customers = []
+    for i in range(400):
+        name = _person(rng, people)
+        city, country = rng.choice(CITIES)
+        email = name.lower().replace(" ", ".") + f"{i}@example.com"
+        customers.append((i + 1, name, email, city, country, rng.date("2019-01-01", "2023-12-31")))
+    categories = [(i + 1, name) for i, name in enumerate(CATEGORIES)]
+    names: set[str] = set()
+    products = []
+    for i in range(150):
+        category = 1 + i % len(CATEGORIES)
+        name = f"{_title(rng, names)} {CATEGORIES[category - 1].rstrip('s')}"
+        products.append((i + 1, name, category, _money(rng.randint(299, 49999)), rng.randint(0, 500)))
+    orders, items = [], []
+    for i in range(1500):
+        date = rng.date("2022-01-01", "2024-06-30")
+        status = rng.weighted(ORDER_STATUS, (70, 12, 10, 8))
+        orders.append((i + 1, rng.randint(1, len(customers)), date, status))
+        chosen: set[int] = set()
+        for _ in range(rng.randint(1, 4)):
+            product = rng.choice(products)
+            if product[0] in chosen:
+                continue
+            chosen.add(product[0])
+            items.append((i + 1, product[0], rng.weighted((1, 2, 3, 4, 5), (50, 25, 12, 8, 5)), product[3]))
+    return [
+        (
+            "customer",
+            "customer_id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT UNIQUE, city TEXT, country TEXT, "
+            "signup_date TEXT",
+            customers,
+        ),
+        ("category", "category_id INTEGER PRIMARY KEY, name TEXT NOT NULL", categories),
+        (
+            "product",
+            "product_id INTEGER PRIMARY KEY, name TEXT NOT NULL, category_id INTEGER REFERENCES category(category_id), "
+            "price REAL, stock INTEGER",
+            products,
+        ),
+        (
+            "orders",
+            "order_id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customer(customer_id), order_date TEXT, "
+            "status TEXT",
+            orders,
+        ),
+        (
+            "order_item",
+            "order_id INTEGER REFERENCES orders(order_id), product_id INTEGER REFERENCES product(product_id), "
+            "quantity INTEGER, unit_price REAL, PRIMARY KEY (order_id, product_id)",
+            items,
+        ),
+    ]
+
+
+def _flights(rng: _Rng) -> Tables:
+    airports = list(AIRPORTS)
+    airlines = [(i + 1, name, country) for i, (name, country) in enumerate(AIRLINES)]
+    flights = []
+    for i in range(900):
+        airline = rng.randint(1, len(airlines))
+        origin = rng.choice(airports)[0]
+        destination = origin
+        while destination == origin:
+            destination = rng.choice(airports)[0]
+        distance = rng.randint(300, 3200)
+        price = _money(4000 + distance * rng.randint(8, 20))
+        seats = rng.choice((120, 150, 180, 220))
+        flights.append(
+            (
+                i + 1,
+                airline,
+                f"{AIRLINES[airline - 1][0][:2].upper()}{100 + i}",
+                origin,
+                destination,
+                rng.date("2024-01-01", "2024-12-31"),
+                distance,
+                seats,
+                price,
+            )
+        )
+    people: set[str] = set()
+    passengers = [(i + 1, _person(rng, people), rng.choice(CITIES)[1], rng.randint(1940, 2008)) for i in range(700)]
+    bookings: list[Row] = []
+    pairs: set[tuple[int, int]] = set()
+    for _ in range(3000):
+        flight = rng.choice(flights)
+        passenger = rng.randint(1, len(passengers))
+        if (flight[0], passenger) in pairs:
+            continue
+        pairs.add((flight[0], passenger))
+        seat_class = rng.weighted(SEAT_CLASSES, (75, 15, 10))
+        factor = {"economy": 100, "premium": 160, "business": 300}[seat_class]
+        bookings.append((len(bookings) + 1, flight[0], passenger, seat_class, _money(int(flight[8] * factor))))
+    return [
+        ("airport", "code TEXT PRIMARY KEY, name TEXT NOT NULL, city TEXT, country TEXT", airports),
+        ("airline", "airline_id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT", airlines),
+        (
+            "flight",
+            "flight_id INTEGER PRIMARY KEY, airline_id INTEGER REFERENCES airline(airline_id), flight_number TEXT, "
+            "origin TEXT REFERENCES airport(code), destination TEXT REFERENCES airport(code), departure_date TEXT, "
+            "distance_km INTEGER, seats INTEGER, price REAL",
+            flights,
+        ),
+        (
+            "passenger",
+            "passenger_id INTEGER PRIMARY KEY, name TEXT NOT NULL, nationality TEXT, birth_year INTEGER",
+            passengers,
+        ),
+        (
+            "booking",
+            "booking_id INTEGER PRIMARY KEY, flight_id INTEGER REFERENCES flight(flight_id), "
+            "passenger_id INTEGER REFERENCES passenger(passenger_id), seat_class TEXT, paid REAL",
+            bookings,
+        ),
+    ]
+
+
+def _library(rng: _Rng) -> Tables:
+    branches = [(i + 1, name, city, year) for i, (name, city, year) in enumerate(BRANCHES)]
+    people: set[str] = set()
+    authors = [(i + 1, _person(rng, people), rng.randint(1850, 1995), rng.choice(CITIES)[1]) for i in range(90)]
+    titles: set[str] = set()
+    books = []
+    for i in range(400):
+        author = rng.randint(1, len(authors))
+        year = max(authors[author - 1][2] + 20, rng.randint(1900, 2023))
+        books.append(
+            (
+                i + 1,
+                _title(rng, titles, words=3),
+                author,
+                rng.choice(GENRES_BOOK),
+                min(year, 2023),
+                rng.randint(90, 900),
+                rng.randint(1, len(branches)),
+            )
+        )
+    members = [
+        (
+            i + 1,
+            _person(rng, people),
+            rng.date("2015-01-01", "2023-12-31"),
+            rng.weighted(MEMBERSHIPS, (60, 15, 25)),
+            rng.choice(CITIES)[0],
+        )
+        for i in range(300)
+    ]
+    loans = []
+    for i in range(2000):
+        loan_date = rng.date("2023-01-01", "2024-05-31")
+        if rng.chance(0.1):
+            returned, fine = None, 0.0
+        else:
+            days = rng.weighted((7, 14, 21, 30, 45, 60), (15, 35, 25, 12, 8, 5))
+            returned = _dt.date.fromordinal(_dt.date.fromisoformat(loan_date).toordinal() + days).isoformat()
+            fine = _money(max(0, days - 30) * 25)
+        loans.append((i + 1, rng.randint(1, len(books)), rng.randint(1, len(members)), loan_date, returned, fine))
+    return [
+        ("branch", "branch_id INTEGER PRIMARY KEY, name TEXT NOT NULL, city TEXT, opened_year INTEGER", branches),
+        ("author", "author_id INTEGER PRIMARY KEY, name TEXT NOT NULL, birth_year INTEGER, country TEXT", authors),
+        (
+            "book",
+            "book_id INTEGER PRIMARY KEY, title TEXT NOT NULL, author_id INTEGER REFERENCES author(author_id), "
+            "genre TEXT, published_year INTEGER, pages INTEGER, branch_id INTEGER REFERENCES branch(branch_id)",
+            books,
+        ),
+        (
+            "member",
+            "member_id INTEGER PRIMARY KEY, name TEXT NOT NULL, join_date TEXT, membership TEXT, city TEXT",
+            members,
+        ),
+        (
+            "loan",
+            "loan_id INTEGER PRIMARY KEY, book_id INTEGER REFERENCES book(book_id), "
+            "member_id INTEGER REFERENCES member(member_id), loan_date TEXT, return_date TEXT, fine REAL",
+            loans,
+        ),
+    ]
+
+
+def _music(rng: _Rng) -> Tables:
+    names: set[str] = set()
+    artists = []
+    for i in range(60):
+        while True:
+            noun = rng.choice(NOUN)
+            plural = noun + ("es" if noun.endswith("s") else "s")
+            name = f"The {rng.choice(ADJ)} {plural}" if rng.chance(0.5) else f"{rng.choice(FIRST)} {noun}"
+            if name not in names:
+                names.add(name)
+                break
+        artists.append((i + 1, name, rng.choice(CITIES)[1], rng.randint(1960, 2018)))
+    titles: set[str] = set()
+    albums = []
+    for i in range(180):
+        artist = rng.randint(1, len(artists))
+        year = rng.randint(artists[artist - 1][3], 2024)
+        albums.append((i + 1, _title(rng, titles), artist, year, rng.choice(LABELS)))
+    tracks: list[Row] = []
+    track_titles: set[str] = set()
+    for album in albums:
+        genre = rng.choice(GENRES_MUSIC)
+        for _ in range(rng.randint(6, 14)):
+            if len(tracks) >= 1800:
+                break
+            title = (
+                _title(rng, track_titles)
+                if len(track_titles) < 390
+                else f"{rng.choice(ADJ)} {rng.choice(NOUN)} {len(tracks)}"
+            )
+            tracks.append(
+                (
+                    len(tracks) + 1,
+                    title,
+                    album[0],
+                    genre if rng.chance(0.8) else rng.choice(GENRES_MUSIC),
+                    rng.randint(95, 480),
+                    rng.randint(0, 2_000_000),
+                )
+            )
+    people: set[str] = set()
+    playlists = [
+        (i + 1, f"{rng.choice(ADJ)} {rng.choice(('Mix', 'Hits', 'Session', 'Vibes'))} {i + 1}", _person(rng, people))
+        for i in range(40)
+    ]
+    entries = []
+    for playlist in playlists:
+        chosen: set[int] = set()
+        for position in range(1, rng.randint(10, 40) + 1):
+            track = rng.randint(1, len(tracks))
+            if track in chosen:
+                continue
+            chosen.add(track)
+            entries.append((playlist[0], track, position))
+    return [
+        ("artist", "artist_id INTEGER PRIMARY KEY, name TEXT NOT NULL, country TEXT, formed_year INTEGER", artists),
+        (
+            "album",
+            "album_id INTEGER PRIMARY KEY, title TEXT NOT NULL, artist_id INTEGER REFERENCES artist(artist_id), "
+            "release_year INTEGER, label TEXT",
+            albums,
+        ),
+        (
+            "track",
+            "track_id INTEGER PRIMARY KEY, title TEXT NOT NULL, album_id INTEGER REFERENCES album(album_id), "
+            "genre TEXT, duration_s INTEGER, plays INTEGER",
+            tracks,
+        ),
+        ("playlist", "playlist_id INTEGER PRIMARY KEY, name TEXT NOT NULL, owner TEXT", playlists),
+        (
+            "playlist_track",
+            "playlist_id INTEGER REFERENCES playlist(playlist_id), track_id INTEGER REFERENCES track(track_id), "
+            "position INTEGER, PRIMARY KEY (playlist_id, track_id)",
+            entries,
+        ),
+    ]
+
+
+_GENERATORS: dict[str, tuple[int, Callable[[_Rng], Tables]]] = {
+    "university": (11, _university),
+    "retail": (23, _retail),
+    "flights": (37, _flights),
+    "library": (41, _library),
+    "music": (53, _music),
+}
+DATABASES = tuple(_GENERATORS)
+
+# SHA-256 of each generated script; a change to the generator must update these on purpose.
+SCRIPT_SHA256: dict[str, str] = {
+    "university": "3b9f10f323d98162d3e36a01bd326e3e5d914d82030a2a1706898abc5894550b",
+    "retail": "28a54ccdba19a424c844f22c99d2edd6fa448306a197151ebef7bbea3915f599",
+    "flights": "f71c18b356883f1313bc2f693153dfa59950d16e0f71985bf6854547ac734d61",
+    "library": "19f32fa5effe569d5c46f9a0e1d96f8cdc0adbe3387a2c30ad5b56ac147abc21",
+    "music": "0eaa5e6649b91bbf30071d6db7687cd4aeca1049275dd7c0536f6394074f8cce",
+}
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):  # pragma: no cover - not used by the generators
+        return str(int(value))
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def database_script(db_id: str) -> str:
+    """The SQL script (schema and data) of database ``db_id``; deterministic."""
+    if db_id not in _GENERATORS:
+        raise ValueError(f"unknown database {db_id!r}; valid choices: {', '.join(DATABASES)}")
+    seed, make = _GENERATORS[db_id]
+    lines = []
+    for name, body, rows in make(_Rng(seed)):
+        lines.append(f"CREATE TABLE {name} ({body});")
+        for start in range(0, len(rows), 200):
+            chunk = rows[start : start + 200]
+            values = ",\n".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in chunk)
+            lines.append(f"INSERT INTO {name} VALUES\n{values};")
+    return "\n".join(lines) + "\n"
+
+
+def default_cache_dir() -> Path:
+    """``$ARLKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/arlkit``, else ``~/.cache/arlkit``."""
+    if os.environ.get("ARLKIT_CACHE_DIR"):
+        return Path(os.environ["ARLKIT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "arlkit"
+
+
+def build_database(db_id: str, directory: str | Path) -> Path:
+    """The SQLite file of ``db_id`` under ``directory``, built from its script unless a file with
+    the script's pinned hash in its name is already there. The script is checked against the pinned
+    hash before a build. Safe when several processes build at once (each writes a private temporary
+    file and renames it into place)."""
+    if db_id not in SCRIPT_SHA256:
+        raise ValueError(f"unknown database {db_id!r}; valid choices: {', '.join(DATABASES)}")
+    directory = Path(directory)
+    path = directory / f"{db_id}-{SCRIPT_SHA256[db_id][:16]}.sqlite"
+    if path.is_file():
+        return path
+    script = database_script(db_id)
+    digest = hashlib.sha256(script.encode("utf-8")).hexdigest()
+    if digest != SCRIPT_SHA256[db_id]:
+        raise RuntimeError(
+            f"the generated script of database {db_id!r} has SHA-256 {digest}, not the pinned "
+            f"{SCRIPT_SHA256[db_id]}: the generator changed; update SCRIPT_SHA256 and regenerate the task set"
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{db_id}-", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.execute("PRAGMA journal_mode=OFF")
+            conn.execute("PRAGMA synchronous=OFF")
+            conn.executescript(script)
+            conn.commit()
+        finally:
+            conn.close()
+        os.chmod(tmp, 0o444)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def ensure_databases(directory: str | Path | None = None) -> dict[str, Path]:
+    """Build (or find) every shipped database; returns ``db_id -> path``.
+
+    Without ``directory`` the default cache (``default_cache_dir() / "sql"``) is used, or, when it
+    cannot be written, ``<tmp>/arlkit-<uid>/sql``.
+    """
+    if directory is not None:
+        return {db_id: build_database(db_id, directory) for db_id in DATABASES}
+    try:
+        return {db_id: build_database(db_id, default_cache_dir() / "sql") for db_id in DATABASES}
+    except OSError:
+        fallback = Path(tempfile.gettempdir()) / f"arlkit-{os.getuid()}" / "sql"
+        return {db_id: build_database(db_id, fallback) for db_id in DATABASES}
