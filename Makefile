@@ -10,6 +10,7 @@ STAMP := $(VENV)/.arlkit-installed
 .PHONY: install demo test bench clean
 
 $(STAMP): pyproject.toml Makefile
+	./scripts/install-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora]"

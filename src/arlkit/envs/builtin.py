@@ -3,3 +3,4 @@
 from arlkit.envs import frozenlake  # noqa: F401
 from arlkit.envs import sokoban  # noqa: F401
 from arlkit.envs import sql, tools  # noqa: F401
+from arlkit.envs import code  # noqa: F401
