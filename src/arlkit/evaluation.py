@@ -48,6 +48,8 @@ class EvalConfig:
         split: ``train`` or ``test``.
         seed: base seed of every trajectory's environment and policy seeds and of the bootstrap.
         history: ``None`` for the full chat, or the number of recent (action, observation) pairs.
+        counters: where announced budgets show the turn counters: ``system`` (RT Table 2) or
+            ``observation`` (cache-friendly; see :class:`arlkit.rollout.PromptConfig`).
         sampling: sampling options of LLM policies.
         bootstrap: bootstrap resamples for the confidence intervals.
         max_active: most trajectories in flight at once (memory bound; results do not depend on it).
@@ -64,6 +66,7 @@ class EvalConfig:
     split: Literal["train", "test"] = "test"
     seed: int = 0
     history: int | None = None
+    counters: Literal["system", "observation"] = "system"
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     bootstrap: int = 2000
     max_active: int = 256
@@ -182,7 +185,7 @@ def run_eval(
     done = {t.key() for t in kept}
     total = len(config.policies) * len(run_budgets) * len(tasks) * config.samples
     finished = [len(done)]
-    prompt = PromptConfig(config.budget_mode, config.history)
+    prompt = PromptConfig(config.budget_mode, config.history, config.counters)
     if on_progress:
         on_progress(finished[0], total)
 

@@ -132,3 +132,17 @@ def test_success_turn_and_return_are_recorded() -> None:
         assert traj.success and traj.success_turn == env.shortest_solution_length() == len(traj.turns)
         assert traj.to_json()["return"] == 1.0
         assert all(turn.strict_format for turn in traj.turns)
+
+
+def test_counters_after_observations_keep_earlier_messages_unchanged() -> None:
+    tasks = _factory(slippery=False)().tasks("test", 1)
+    policy = Scripted(["<action>Up</action>"])
+    prompt = PromptConfig("announced", counters="observation")
+    run_rollouts(_factory(slippery=False), make_jobs(tasks, 1, 3, 0), policy, prompt)
+    chats = [list(r.messages) for r in policy.seen]
+    # every chat extends the previous one: the prefix a backend cached is still valid
+    for before, after in zip(chats, chats[1:]):
+        assert after[: len(before)] == before
+    assert "3 turns in total; every observation ends" in chats[0][0]["content"]
+    assert chats[2][-1]["content"].endswith("[Turns: 2 completed, 1 remaining of 3]")
+    assert chats[0][1]["content"].endswith("[Turns: 0 completed, 3 remaining of 3]")

@@ -56,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--split", choices=["train", "test"], default=defaults.split)
     p.add_argument("--seed", type=int, default=defaults.seed)
     p.add_argument("--history", type=int, default=None, help="show only the last N (action, observation) pairs")
+    p.add_argument("--counters", choices=["system", "observation"], default=defaults.counters, help="where announced budgets show the turn counters")
     p.add_argument("--bootstrap", type=int, default=defaults.bootstrap, help="bootstrap resamples for CIs")
     p.add_argument("--max-active", type=int, default=defaults.max_active, help="trajectories in flight at once")
     p.add_argument("--out", required=True, help="run directory (re-run the same command to resume)")
@@ -82,6 +83,7 @@ def _handle(args: argparse.Namespace) -> int:
             "split": args.split,
             "seed": args.seed,
             "history": args.history,
+            "counters": args.counters,
             "sampling": sampling_from_args(args),
             "bootstrap": args.bootstrap,
             "max_active": args.max_active,

@@ -1,3 +1,4 @@
-"""Imports every built-in policy module so that their registrations run."""
+"""Imports the built-in policy modules that are cheap to import; the LLM backends (``hf``,
+``openai``) register themselves when first asked for (see ``registry._LAZY``)."""
 
 from arlkit.policies import scripted  # noqa: F401

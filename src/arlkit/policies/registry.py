@@ -44,6 +44,8 @@ class SamplingConfig:
 
 PolicyFactory = Callable[[str | None, SamplingConfig], Policy]
 _KINDS: dict[str, tuple[PolicyFactory, bool]] = {}
+# Kinds whose module is imported only when first used (LLM backends pull in torch/transformers).
+_LAZY: dict[str, str] = {"hf": "arlkit.policies.hf", "openai": "arlkit.policies.openai_backend"}
 
 
 def register_policy(kind: str, *, needs_arg: bool = False) -> Callable[[PolicyFactory], PolicyFactory]:
@@ -65,13 +67,17 @@ def _load_builtins() -> None:
 def list_policy_kinds() -> list[str]:
     """Registered policy kinds, sorted."""
     _load_builtins()
-    return sorted(_KINDS)
+    return sorted(set(_KINDS) | set(_LAZY))
 
 
 def make_policy(spec: str, sampling: SamplingConfig | None = None) -> Policy:
     """Build a policy from its spec string; unknown kinds raise :class:`ConfigError`."""
     _load_builtins()
     kind, sep, arg = spec.partition(":")
+    if kind not in _KINDS and kind in _LAZY:
+        import importlib
+
+        importlib.import_module(_LAZY[kind])
     if kind not in _KINDS:
         raise ConfigError(f"unknown policy {spec!r}; valid choices: {', '.join(_describe())}")
     factory, needs_arg = _KINDS[kind]
@@ -86,4 +92,4 @@ def _describe() -> list[str]:
         "hf": "hf:PATH",
         "openai": "openai:MODEL@BASE_URL",
     }
-    return [examples.get(kind, kind) for kind in sorted(_KINDS)]
+    return [examples.get(kind, kind) for kind in sorted(set(_KINDS) | set(_LAZY))]

@@ -2,7 +2,14 @@
 
 from arlkit.rollout.engine import Job, make_jobs, run_rollouts
 from arlkit.rollout.parsing import parse_tagged_action, quote
-from arlkit.rollout.prompts import BUDGET_MODES, PROMPT_VERSION, PromptConfig, build_messages, system_prompt
+from arlkit.rollout.prompts import (
+    BUDGET_MODES,
+    PROMPT_VERSION,
+    PromptConfig,
+    build_messages,
+    system_prompt,
+    turn_messages,
+)
 from arlkit.rollout.records import JsonlWriter, Trajectory, TurnRecord, read_trajectories
 from arlkit.rollout.seeds import derive_seed
 
@@ -22,4 +29,5 @@ __all__ = [
     "read_trajectories",
     "run_rollouts",
     "system_prompt",
+    "turn_messages",
 ]

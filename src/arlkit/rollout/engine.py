@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
 from arlkit.policies.protocol import Policy, Request
-from arlkit.rollout.prompts import PromptConfig, build_messages, system_prompt
+from arlkit.rollout.prompts import PromptConfig, turn_messages
 from arlkit.rollout.records import Trajectory, TurnRecord
 from arlkit.rollout.seeds import derive_seed
 
@@ -87,16 +87,15 @@ def _start(job: Job, make_env: Callable[[], Env], policy_name: str, budget_mode:
 
 def _request(active: _Active, prompt: PromptConfig) -> Request:
     env, turn = active.env, len(active.trajectory.turns)
-    system = system_prompt(
+    messages = turn_messages(
         env.name,
         env.instruction(),
         env.action_format(),
         budget=active.job.budget,
-        completed=turn,
-        budget_mode=prompt.budget_mode,
+        observations=active.observations,
+        replies=[t.reply for t in active.trajectory.turns],
+        prompt=prompt,
     )
-    replies = [t.reply for t in active.trajectory.turns]
-    messages = build_messages(system, active.observations, replies, prompt.history)
     remaining = active.job.budget - turn if prompt.budget_mode == "announced" else None
     return Request(messages=messages, seed=active.job.policy_seed, turn=turn, env=env, remaining=remaining)
 

@@ -14,11 +14,12 @@ from typing import Literal
 
 from arlkit.policies.protocol import Message
 
-__all__ = ["BUDGET_MODES", "PROMPT_VERSION", "PromptConfig", "build_messages", "system_prompt"]
+__all__ = ["BUDGET_MODES", "PROMPT_VERSION", "PromptConfig", "build_messages", "system_prompt", "turn_messages"]
 
 PROMPT_VERSION = "arlkit-budget-prompt-v1"
 BUDGET_MODES = ("announced", "hidden")
 BudgetMode = Literal["announced", "hidden"]
+CounterPosition = Literal["system", "observation"]
 
 
 @dataclass(frozen=True)
@@ -29,14 +30,22 @@ class PromptConfig:
         budget_mode: ``announced`` states the turn budget and counters; ``hidden`` does not.
         history: ``None`` shows the full chat; an integer h shows only the last h
             (action, observation) pairs after the first observation (ARLArena uses h = 2).
+        counters: where announced mode puts the completed/remaining counters. ``system`` (RT
+            Table 2): in the system prompt, rebuilt before every action. ``observation``: the system
+            prompt states the total budget once and each observation ends with the counters as they
+            were when it was shown, so earlier messages never change and a backend can reuse its
+            cache of the whole history.
     """
 
     budget_mode: BudgetMode = "announced"
     history: int | None = None
+    counters: CounterPosition = "system"
 
     def __post_init__(self) -> None:
         if self.budget_mode not in BUDGET_MODES:
             raise ValueError(f"budget_mode must be one of {', '.join(BUDGET_MODES)}, got {self.budget_mode!r}")
+        if self.counters not in ("system", "observation"):
+            raise ValueError(f"counters must be system or observation, got {self.counters!r}")
         if self.history is not None and self.history < 1:
             raise ValueError(f"history must be >= 1 (or None for the full chat), got {self.history}")
 
@@ -49,6 +58,7 @@ def system_prompt(
     budget: int,
     completed: int,
     budget_mode: BudgetMode,
+    counters: CounterPosition = "system",
 ) -> str:
     """The system prompt before action number ``completed + 1``.
 
@@ -59,13 +69,22 @@ def system_prompt(
         budget: the trajectory's turn budget T.
         completed: turns already completed.
         budget_mode: ``announced`` or ``hidden``.
+        counters: ``system`` states the completed and remaining turns here; ``observation`` leaves
+            them to the observations (see :class:`PromptConfig`).
     """
     if budget_mode == "announced":
         remaining = budget - completed
+        if counters == "system":
+            count_line = f"Turn budget: {budget} turns in total, {completed} completed, {remaining} remaining.\n"
+        else:
+            count_line = (
+                f"Turn budget: {budget} turns in total; every observation ends with the number of turns "
+                "completed and remaining.\n"
+            )
         head = (
             f"You are an agent acting in the {env_name} environment under a finite interaction budget. "
             "One turn is one action from you followed by one observation from the environment.\n"
-            f"Turn budget: {budget} turns in total, {completed} completed, {remaining} remaining.\n"
+            f"{count_line}"
             "Follow the task-specific instruction below. In every turn output exactly one action in the "
             "required format; never put several actions in one turn. When the budget is spent the "
             "episode ends: no extra turns will be granted."
@@ -106,3 +125,39 @@ def build_messages(
         messages.append({"role": "assistant", "content": replies[i]})
         messages.append({"role": "user", "content": observations[i + 1]})
     return messages
+
+
+def counter_note(budget: int, completed: int) -> str:
+    """The line appended to an observation when counters follow observations."""
+    return f"[Turns: {completed} completed, {budget - completed} remaining of {budget}]"
+
+
+def turn_messages(
+    env_name: str,
+    instruction: str,
+    action_format: str,
+    *,
+    budget: int,
+    observations: Sequence[str],
+    replies: Sequence[str],
+    prompt: PromptConfig,
+) -> list[Message]:
+    """The whole chat before the next action: the one place that lays out a turn's prompt (the
+    engine, the analyses and the trainer all call it).
+
+    Args:
+        env_name, instruction, action_format: the environment's prompt texts.
+        budget: the trajectory's turn budget T.
+        observations: observations so far, the first one included.
+        replies: the earlier replies (one fewer than observations).
+        prompt: budget mode, history window and counter position.
+    """
+    completed = len(replies)
+    system = system_prompt(
+        env_name, instruction, action_format, budget=budget, completed=completed,
+        budget_mode=prompt.budget_mode, counters=prompt.counters,
+    )  # fmt: skip
+    shown = list(observations)
+    if prompt.budget_mode == "announced" and prompt.counters == "observation":
+        shown = [f"{obs}\n{counter_note(budget, i)}" for i, obs in enumerate(observations)]
+    return build_messages(system, shown, replies, prompt.history)

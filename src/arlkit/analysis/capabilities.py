@@ -1,0 +1,223 @@
+"""Optional environment capabilities the step-level analyses use, with defaults for oracle envs.
+
+The environment protocol stays tiny; an analysis asks for what it needs through small Protocols:
+
+- :class:`StepQuality` — the quality of one action in the current state, given the remaining
+  turns. Also accepted: :class:`ActionScorer`, a remaining-independent ``quality(action)`` (the
+  code environment's hidden-test pass rate of a program). Environments with an
+  :class:`~arlkit.envs.Oracle` and a finite action set get ``Q*_h(s, a)`` with h the remaining turns
+  and gamma 0.95 (SPEC §4.1).
+- :class:`ErrorInjector` — put the environment in an *error state* with one harmful action. Also
+  accepted: :class:`MutationSource`, an ``error_mutation(rng, program=None)`` returning a mutant
+  of the current program that passes fewer tests (the code environment's rule-based mutations);
+  the mutant is submitted as the injected action, and only states that already have a program
+  qualify. Oracle environments with a finite action set get SPEC §4.2's construction: a random
+  action, kept only when it increased the shortest distance to success.
+- :class:`FailureDetector` — whether a step was a failed call (tool calling). Default: the step was
+  invalid, or its observation carries a JSON error object (``{"error": ...}``, how the tools
+  environment reports a call that ran and failed).
+
+An analysis that needs a capability the environment lacks raises :class:`MissingCapability`; the
+CLI reports it and goes on with the analyses that can run.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from arlkit.envs import ActionSpace, Env, Oracle, StepResult
+
+__all__ = [
+    "ActionScorer",
+    "ErrorInjector",
+    "FailureDetector",
+    "InjectedError",
+    "MissingCapability",
+    "MutationSource",
+    "StepQuality",
+    "action_quality",
+    "call_failed",
+    "can_inject_errors",
+    "has_step_quality",
+    "inject_error",
+    "mutation_inject_error",
+    "oracle_inject_error",
+]
+
+
+class MissingCapability(RuntimeError):
+    """The environment lacks a capability an analysis needs (e.g. no oracle for step quality)."""
+
+
+@runtime_checkable
+class StepQuality(Protocol):
+    """Optional capability: how good one action is in the current state."""
+
+    def action_quality(self, action: str, remaining: int) -> float:
+        """Quality in [0, 1] of taking ``action`` now with ``remaining`` turns left (this one
+        included). Must not change the environment's state."""
+        ...
+
+
+@runtime_checkable
+class ActionScorer(Protocol):
+    """Optional capability: a remaining-independent quality of an action (code: pass rate)."""
+
+    def quality(self, action: str) -> float:
+        """Quality in [0, 1] of ``action`` in the current state; must not change the state."""
+        ...
+
+
+@dataclass(frozen=True)
+class InjectedError:
+    """One harmful step an :class:`ErrorInjector` took.
+
+    Attributes:
+        action: the action executed.
+        reply: the turn as it appears in the agent's history (the reply text the agent is shown
+            as having written).
+        result: what the environment returned for it.
+        detail: a short description for reports (``"distance 3 -> 5"``, ``"flipped a comparison"``).
+    """
+
+    action: str
+    reply: str
+    result: StepResult
+    detail: str
+
+
+@runtime_checkable
+class ErrorInjector(Protocol):
+    """Optional capability: put the environment in an error state."""
+
+    def inject_error(self, rng: np.random.Generator, remaining: int) -> InjectedError | None:
+        """Take one harmful action from the current state and return it; return ``None`` and leave
+        the state unchanged when this attempt did not produce an error state (the analysis then
+        tries another state). ``remaining`` counts the injected turn."""
+        ...
+
+
+@runtime_checkable
+class MutationSource(Protocol):
+    """Optional capability: a harmful edit of the current solution (code: a rule-based mutant)."""
+
+    def error_mutation(self, rng: random.Random, program: str | None = None) -> Any:
+        """An object with ``.program`` (the mutant) and ``.description``, or ``None``."""
+        ...
+
+
+@runtime_checkable
+class FailureDetector(Protocol):
+    """Optional capability: recognise a failed call (tool calling, SQL errors)."""
+
+    def call_failed(self, valid: bool, observation: str) -> bool:
+        """Whether a step with this validity and observation was a failed call."""
+        ...
+
+
+def has_step_quality(env: Env) -> bool:
+    """Whether :func:`action_quality` can score actions in ``env``."""
+    return isinstance(env, (StepQuality, ActionScorer)) or (isinstance(env, Oracle) and isinstance(env, ActionSpace))
+
+
+def _canonical(action: str) -> str:
+    return action.strip().strip(".").casefold()
+
+
+def action_quality(env: Env, action: str | None, remaining: int) -> float:
+    """Quality of ``action`` in ``env``'s current state with ``remaining`` turns left.
+
+    The environment's own :class:`StepQuality` or :class:`ActionScorer` when it has one, else the
+    oracle's ``Q*_h(s, a)`` (for environments with a finite action set). A reply with no parsable
+    action, or an action the environment does not admit, scores 0: it does not move the task
+    forward (and the trainer penalises it as invalid).
+    """
+    if action is None:
+        return 0.0
+    if isinstance(env, StepQuality):
+        return float(env.action_quality(action, remaining))
+    if isinstance(env, ActionScorer):
+        return float(env.quality(action))
+    if isinstance(env, Oracle) and isinstance(env, ActionSpace):
+        values = env.action_values(remaining)
+        if action in values:
+            return float(values[action])
+        wanted = _canonical(action)
+        for name, value in values.items():
+            if _canonical(name) == wanted:
+                return float(value)
+        return 0.0
+    raise MissingCapability(
+        f"environment {env.name!r} cannot score actions (no action_quality, quality, or oracle with a finite action set)"
+    )
+
+
+def oracle_inject_error(env: Env, rng: np.random.Generator, remaining: int) -> InjectedError | None:
+    """SPEC §4.2 for oracle environments: execute one random admissible action; keep the result
+    when the shortest solution length grew (or the task became unsolvable) and the episode goes on,
+    else restore the state and return ``None``."""
+    if not (isinstance(env, Oracle) and isinstance(env, ActionSpace)):
+        raise MissingCapability(f"environment {env.name!r} has no oracle with a finite action set and no inject_error")
+    before = env.shortest_solution_length()
+    if before is None:
+        return None  # already lost: nothing to make worse
+    actions = list(env.admissible_actions())
+    action = actions[int(rng.integers(len(actions)))]
+    snapshot = env.snapshot()
+    result = env.step(action)
+    after = env.shortest_solution_length()
+    if result.valid and not result.done and (after is None or after > before):
+        shown = "unsolvable" if after is None else str(after)
+        return InjectedError(action, f"<action>{action}</action>", result, f"distance {before} -> {shown}")
+    env.restore(snapshot)
+    return None
+
+
+def mutation_inject_error(env: Env, rng: np.random.Generator, remaining: int) -> InjectedError | None:
+    """Error injection through :class:`MutationSource`: submit a mutant of the current program that
+    passes fewer tests; ``None`` at states without a program, or when no such mutant was found."""
+    if not isinstance(env, MutationSource):
+        raise MissingCapability(f"environment {env.name!r} has no error_mutation")
+    if getattr(env, "program", None) is None:
+        return None  # nothing to break yet (mutating the reference would leak it into the history)
+    mutant = env.error_mutation(random.Random(int(rng.integers(2**63))))
+    if mutant is None:
+        return None
+    snapshot = env.snapshot()
+    result = env.step(mutant.program)
+    if not result.valid or result.done:
+        env.restore(snapshot)
+        return None
+    reply = f"<action>```python\n{mutant.program}\n```</action>"
+    return InjectedError(mutant.program, reply, result, str(getattr(mutant, "description", "mutation")))
+
+
+def inject_error(env: Env, rng: np.random.Generator, remaining: int) -> InjectedError | None:
+    """The environment's own :class:`ErrorInjector`, else a :class:`MutationSource` mutant, else
+    :func:`oracle_inject_error`."""
+    if isinstance(env, ErrorInjector):
+        return env.inject_error(rng, remaining)
+    if isinstance(env, MutationSource):
+        return mutation_inject_error(env, rng, remaining)
+    return oracle_inject_error(env, rng, remaining)
+
+
+def can_inject_errors(env: Env) -> bool:
+    """Whether :func:`inject_error` works in ``env``."""
+    return isinstance(env, (ErrorInjector, MutationSource)) or (isinstance(env, Oracle) and isinstance(env, ActionSpace))
+
+
+_JSON_ERROR = re.compile(r'\{\s*"error"\s*:')
+
+
+def call_failed(env: Env | None, valid: bool, observation: str) -> bool:
+    """The environment's :class:`FailureDetector` verdict, else: the step was invalid or its
+    observation carries a JSON error object."""
+    if env is not None and isinstance(env, FailureDetector):
+        return bool(env.call_failed(valid, observation))
+    return not valid or bool(_JSON_ERROR.search(observation or ""))

@@ -1,0 +1,96 @@
+"""Writing an analysis's files: ``<kind>.csv``, ``<kind>.png``, ``<kind>.md`` and ``<kind>.json``.
+
+Every file is written atomically (temporary file, then rename). The JSON file carries
+``"arlkit_analysis": <kind>`` plus the headline numbers; ``arlkit report`` finds analyses by it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from arlkit.metrics.bootstrap import Estimate
+
+__all__ = ["ANALYSIS_FORMAT", "estimate_dict", "fmt_estimate", "fmt_pct", "save_figure", "write_csv", "write_json", "write_text"]
+
+ANALYSIS_FORMAT = 1
+"""Version of the analysis files' layout (recorded in every ``<kind>.json``)."""
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.6g}"
+    return str(value)
+
+
+def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A CSV file with ``header``; floats with 6 significant digits, NaN and ``None`` empty."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow([_cell(v) for v in row])
+    os.replace(tmp, path)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json(path: Path, kind: str, data: Mapping[str, Any]) -> None:
+    """``<kind>.json``: ``{"arlkit_analysis": kind, "format": 1, ...data}`` (NaN written as null)."""
+    payload = {"arlkit_analysis": kind, "format": ANALYSIS_FORMAT, **_clean(dict(data))}
+    write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+
+
+def save_figure(fig: Any, path: Path, *, dpi: int = 110) -> None:
+    """Save a matplotlib figure as PNG atomically and close it."""
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=dpi)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def estimate_dict(est: Estimate | None) -> dict[str, float] | None:
+    """An :class:`Estimate` as ``{"value", "low", "high"}``."""
+    return None if est is None else {"value": est.value, "low": est.low, "high": est.high}
+
+
+def fmt_estimate(est: Estimate | None, digits: int = 3) -> str:
+    """``0.512 [0.401, 0.623]``."""
+    if est is None or math.isnan(est.value):
+        return "n/a"
+    return f"{est.value:.{digits}f} [{est.low:.{digits}f}, {est.high:.{digits}f}]"
+
+
+def fmt_pct(est: Estimate | None) -> str:
+    """``51.2% [40.1, 62.3]``."""
+    if est is None or math.isnan(est.value):
+        return "n/a"
+    return f"{100 * est.value:.1f}% [{100 * est.low:.1f}, {100 * est.high:.1f}]"

@@ -1,0 +1,819 @@
+"""The ``hf`` backend: a local Hugging Face causal LM, batched, with KV caches reused across turns.
+
+``hf:PATH`` loads any local causal-LM directory offline, renders each conversation with the
+tokenizer's chat template and samples all replies of a turn as one left-padded batch.
+
+**Reuse across turns.** A multi-turn episode re-sends its growing history every turn. After each
+reply the backend keeps the trajectory's keys/values (keyed by ``Request.seed``) together with the
+token ids they encode; the next turn prefills only the tokens after the longest common prefix of
+the new prompt and the cached ids. Rows of one batch that share a long prefix (the system prompt,
+identical for all trajectories of one turn and budget) get it computed once and copied. Reuse is
+exact: a reused key/value is the one a full re-encoding would compute (up to float rounding), and
+a cache is dropped whenever the model's weights change (parameter version counters).
+
+**Sampling.** Temperature, top-k and top-p are applied by :func:`process_logits`; each row draws its
+uniforms from its own ``torch.Generator`` seeded from ``(seed, turn)``, so a reply does not depend on
+the other requests of the batch. ``Reply.logprobs`` are log-probabilities under the distribution
+actually sampled from; for greedy decoding (temperature 0) they are the model's own (T = 1)
+log-probabilities. :meth:`HFPolicy.score` computes the same quantities by teacher forcing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from arlkit.policies.protocol import Message, PolicyError, Reply, Request
+from arlkit.policies.registry import SamplingConfig, register_policy
+
+__all__ = ["DEFAULT_STOP", "HFPolicy", "continuation_logprobs", "load_hf_model", "process_logits", "sampling_seed"]
+
+DEFAULT_STOP = ("</action>",)
+"""Generation stops once the reply contains one of these strings (the closing action tag)."""
+
+_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+_MIN_SHARED_PREFIX = 32  # shortest common prefix worth computing once for several rows
+_ATTENTION_BYTES = 256 * 2**20  # cap on one prefill chunk's attention-score tensor
+_PROBE_MAX_PARAMS = 500_000_000  # above this, CPU attention is not probed (matmuls dominate anyway)
+
+
+def sampling_seed(seed: int, turn: int) -> int:
+    """The 63-bit seed of the generator that samples turn ``turn`` of trajectory ``seed``."""
+    digest = hashlib.sha256(f"arlkit-hf:{seed}:{turn}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def process_logits(logits: torch.Tensor, temperature: float, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """Log-probabilities of the distribution sampled from, given raw logits of shape (N, V).
+
+    Temperature 0 (greedy) returns the model's own log-softmax (T = 1) with no truncation.
+    Otherwise the logits are divided by the temperature; top-k keeps the k largest (ties at the
+    k-th value are kept); top-p keeps the smallest set of most likely tokens whose mass reaches
+    ``top_p`` (the most likely token is always kept). Removed tokens get ``-inf``.
+    """
+    z = logits.float()
+    if temperature > 0:
+        z = z / temperature
+        if 0 < top_k < z.shape[-1]:
+            kth = torch.topk(z, top_k, dim=-1).values[..., -1:]
+            z = z.masked_fill(z < kth, float("-inf"))
+        if top_p < 1.0:
+            sorted_z, order = torch.sort(z, dim=-1, descending=True)
+            probs = torch.softmax(sorted_z, dim=-1)
+            mass_before = torch.cumsum(probs, dim=-1) - probs
+            drop_sorted = mass_before >= top_p
+            drop_sorted[..., 0] = False
+            drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+            z = z.masked_fill(drop, float("-inf"))
+    return torch.log_softmax(z, dim=-1)
+
+
+def _sample(logp: torch.Tensor, generators: Sequence[torch.Generator] | None) -> torch.Tensor:
+    """One token per row of ``logp`` (N, V): argmax when ``generators`` is None, else inverse-CDF
+    sampling with one uniform from each row's own generator (row-independent by construction)."""
+    if generators is None:
+        return logp.argmax(dim=-1)
+    u = torch.stack([torch.rand((), generator=g, dtype=torch.float64) for g in generators]).to(logp.device)
+    cdf = torch.cumsum(logp.double().exp(), dim=-1)
+    target = (1.0 - u) * cdf[:, -1]  # in (0, total]: never selects a zero-probability token
+    tokens = torch.searchsorted(cdf, target[:, None]).squeeze(1).clamp_(max=logp.shape[-1] - 1)
+    bad = torch.isinf(logp.gather(1, tokens[:, None]).squeeze(1))
+    return torch.where(bad, logp.argmax(dim=-1), tokens)
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+
+def _is_causal_lm(config: Any) -> bool:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    auto_map = getattr(config, "auto_map", None) or {}
+    return config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or "AutoModelForCausalLM" in auto_map
+
+
+def load_hf_model(
+    path: str | Path, *, device: str | None = None, dtype: torch.dtype | None = None
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` of a local causal-LM directory, loaded offline in eval mode.
+
+    Raises :class:`PolicyError` when the path does not exist, is not a model directory, is not a
+    causal LM, or its tokenizer has no chat template.
+    """
+    for name in _OFFLINE:
+        os.environ.setdefault(name, "1")
+    _require_cache_layers()
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    where = Path(path).expanduser()
+    if not where.exists():
+        raise PolicyError(f"model directory {str(path)!r} does not exist")
+    if not where.is_dir() or not (where / "config.json").is_file():
+        raise PolicyError(f"{str(path)!r} is not a Hugging Face model directory (no config.json)")
+    try:
+        config = AutoConfig.from_pretrained(where, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - any parse failure is the user's file
+        raise PolicyError(f"cannot read the model config in {str(path)!r}: {exc}") from None
+    if not _is_causal_lm(config):
+        raise PolicyError(f"{str(path)!r} is not a causal language model (model type {config.model_type!r})")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(where, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001
+        raise PolicyError(f"cannot load the tokenizer in {str(path)!r}: {exc}") from None
+    if not getattr(tokenizer, "chat_template", None):
+        raise PolicyError(f"the tokenizer in {str(path)!r} has no chat template; arlkit renders every prompt with it")
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if dtype is None:
+        dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    try:
+        model = AutoModelForCausalLM.from_pretrained(where, local_files_only=True, dtype=dtype)
+    except Exception as exc:  # noqa: BLE001
+        raise PolicyError(f"cannot load the model in {str(path)!r}: {exc}") from None
+    return model.to(device).eval(), tokenizer
+
+
+# -- the KV store ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    """Keys/values of ``tokens``: one ``(key, value)`` pair per layer, each (heads, len, head_dim)."""
+
+    tokens: np.ndarray
+    kv: list[tuple[torch.Tensor, torch.Tensor]]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.kv)
+
+
+def _lcp(a: np.ndarray, b: np.ndarray) -> int:
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(a[:n] != b[:n])
+    return int(diff[0]) if len(diff) else n
+
+
+class _Store:
+    """Per-trajectory entries (LRU, keyed by the trajectory seed) and shared prefixes."""
+
+    def __init__(self, max_bytes: int, max_shared: int = 16) -> None:
+        self.max_bytes = max_bytes
+        self.max_shared = max_shared
+        self.rows: OrderedDict[int, _Entry] = OrderedDict()
+        self.shared: list[_Entry] = []
+
+    def clear(self) -> None:
+        self.rows.clear()
+        self.shared.clear()
+
+    def best_shared(self, tokens: np.ndarray) -> tuple[_Entry | None, int]:
+        best, length = None, 0
+        for entry in self.shared:
+            n = _lcp(entry.tokens, tokens)
+            if n > length:
+                best, length = entry, n
+        return best, length
+
+    def add_shared(self, entry: _Entry) -> None:
+        self.shared.append(entry)
+        del self.shared[: -self.max_shared]
+
+    def put(self, key: int, entry: _Entry) -> None:
+        self.rows[key] = entry
+        self.rows.move_to_end(key)
+
+    def evict(self) -> None:
+        total = sum(e.nbytes for e in self.rows.values()) + sum(e.nbytes for e in self.shared)
+        while total > self.max_bytes and self.rows:
+            _, entry = self.rows.popitem(last=False)
+            total -= entry.nbytes
+        while total > self.max_bytes and self.shared:
+            total -= self.shared.pop(0).nbytes
+
+
+# -- batched forward with a preallocated cache -------------------------------------------------
+
+
+def _make_buffer_layer_class() -> type:
+    from transformers.cache_utils import DynamicLayer
+
+    class _BufferLayer(DynamicLayer):  # type: ignore[misc, valid-type]
+        """A cache layer over preallocated (B, heads, capacity, head_dim) buffers: appending writes in
+        place instead of concatenating, and each row's reused prefix is copied in right-aligned."""
+
+        def __init__(self, prefixes: list[tuple[torch.Tensor, torch.Tensor] | None], start: int, capacity: int) -> None:
+            super().__init__()
+            self.prefixes, self.n, self.capacity = prefixes, start, capacity
+            self.is_initialized = True
+            self.kb: torch.Tensor | None = None
+            self.vb: torch.Tensor | None = None
+
+        def _allocate(self, k: torch.Tensor, v: torch.Tensor) -> None:
+            b, h = k.shape[:2]
+            # Columns past the current length are never read, so only the reused block (padding
+            # included) needs defined values.
+            self.kb = k.new_empty(b, h, self.capacity, k.shape[-1])
+            self.vb = v.new_empty(b, h, self.capacity, v.shape[-1])
+            self.kb[:, :, : self.n] = 0
+            self.vb[:, :, : self.n] = 0
+            for row, prefix in enumerate(self.prefixes):
+                if prefix is not None:
+                    n = prefix[0].shape[1]
+                    self.kb[row, :, self.n - n : self.n] = prefix[0]
+                    self.vb[row, :, self.n - n : self.n] = prefix[1]
+            self.prefixes = []
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            if self.kb is None:
+                self._allocate(key_states, value_states)
+            q = key_states.shape[-2]
+            self.kb[:, :, self.n : self.n + q] = key_states
+            self.vb[:, :, self.n : self.n + q] = value_states
+            self.n += q
+            self.keys, self.values = self.kb[:, :, : self.n], self.vb[:, :, : self.n]
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self.n
+
+        def select(self, index: torch.Tensor) -> None:
+            if self.kb is not None:
+                self.kb, self.vb = self.kb[index], self.vb[index]
+                self.keys, self.values = self.kb[:, :, : self.n], self.vb[:, :, : self.n]
+
+    return _BufferLayer
+
+
+@dataclass
+class _Row:
+    """One sequence to prefill: ``tokens``, of which the first ``reuse`` come from ``source``."""
+
+    tokens: np.ndarray
+    source: _Entry | None = None
+    reuse: int = 0
+
+
+class _Batch:
+    """Left-padded rows sharing one cache: column layout per row is
+    ``[pad][reused prefix][pad][new tokens][generated...]``, with a 0/1 mask over columns.
+
+    ``layers`` are the preallocated buffer layers, or empty when the model keeps its own cache
+    (models whose cache is not plain attention layers: no reuse, no scrubbing)."""
+
+    def __init__(self, layers: list[Any], cache: Any, mask: torch.Tensor, next_pos: torch.Tensor, width: int) -> None:
+        self.layers, self.cache, self.mask, self.next_pos, self.width = layers, cache, mask, next_pos, width
+
+    def row_entry(self, row: int, tokens: np.ndarray) -> _Entry:
+        """A copy of the cached keys/values of ``row`` (its unmasked columns) for ``tokens``."""
+        cols = torch.nonzero(self.mask[row, : self.width]).squeeze(1)
+        if len(cols) != len(tokens):
+            raise AssertionError(f"cache holds {len(cols)} columns for {len(tokens)} tokens")
+        kv = [(layer.kb[row][:, cols].clone(), layer.vb[row][:, cols].clone()) for layer in self.layers]
+        return _Entry(tokens, kv)
+
+    def select(self, index: torch.Tensor) -> None:
+        if self.layers:
+            for layer in self.layers:
+                layer.select(index)
+        else:
+            self.cache.batch_select_indices(index)
+        self.mask, self.next_pos = self.mask[index], self.next_pos[index]
+
+
+def _require_cache_layers() -> None:
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) < 5:
+        raise PolicyError(
+            f"the hf backend needs transformers >= 5 (per-layer KV cache objects); found {transformers.__version__}"
+        )
+
+
+# -- the policy --------------------------------------------------------------------------------
+
+
+class HFPolicy:
+    """A Hugging Face causal LM as an arlkit policy, with scoring (teacher forcing).
+
+    Args:
+        model: a causal LM (``AutoModelForCausalLM``), on its device; it is put in eval mode while
+            generating and restored afterwards.
+        tokenizer: its tokenizer, with a chat template.
+        sampling: temperature, top-p, top-k and the cap on new tokens.
+        name: the policy's name in records (``hf:PATH`` when built from a spec).
+        stop: strings that end a reply (kept in the reply).
+        attn_implementation: ``"auto"`` (on CPU, time eager and SDPA attention on a small batch and
+            keep the faster; elsewhere keep the model's), or an implementation name to force.
+        max_batch_size: most rows generated together (larger requests are split; results do not
+            depend on the split).
+        kv_cache_bytes: memory for reused keys/values; least recently used trajectories go first.
+        reuse_kv: keep caches across turns (set False to re-encode every prompt, e.g. to compare).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        sampling: SamplingConfig | None = None,
+        *,
+        name: str = "hf",
+        stop: Sequence[str] = DEFAULT_STOP,
+        attn_implementation: str = "auto",
+        max_batch_size: int = 64,
+        kv_cache_bytes: int = 2**30,
+        reuse_kv: bool = True,
+    ) -> None:
+        if not getattr(tokenizer, "chat_template", None):
+            raise PolicyError("the tokenizer has no chat template; arlkit renders every prompt with it")
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+        _require_cache_layers()
+        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.sampling = sampling or SamplingConfig()
+        self.stop = tuple(stop)
+        self.max_batch_size = max_batch_size
+        self.device = next(model.parameters()).device
+        self.eos_ids = self._eos_ids()
+        self.pad_id = self._pad_id()
+        self.max_positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+        self._store = _Store(kv_cache_bytes)
+        self._weights_version: tuple[int, ...] = ()
+        self._pieces: dict[int, str] = {}
+        # A wrapper (e.g. a peft model) forwards keyword arguments: read the wrapped model's signature.
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        params = inspect.signature(base.forward).parameters
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._keep_kw = "logits_to_keep" if "logits_to_keep" in params else None
+        self._layer_cls = _make_buffer_layer_class()
+        self._buffered = self._plain_layers()
+        self.reuse_kv = reuse_kv and self._buffered
+        with torch.inference_mode():
+            self.attn_implementation = self._choose_attention(attn_implementation)
+        self.stats = {"prompt_tokens": 0, "prefilled_tokens": 0, "generated_tokens": 0}
+        """Counters since construction: prompt tokens requested, tokens actually encoded (the rest
+        came from reused caches; shared prefixes count once), tokens generated."""
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, sampling: SamplingConfig | None = None, **kwargs: Any) -> HFPolicy:
+        """Load ``path`` offline (see :func:`load_hf_model`) and wrap it; ``kwargs`` go to the constructor."""
+        device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+        model, tokenizer = load_hf_model(path, device=device, dtype=dtype)
+        kwargs.setdefault("name", f"hf:{path}")
+        return cls(model, tokenizer, sampling, **kwargs)
+
+    # -- setup helpers -------------------------------------------------------------------------
+
+    def _eos_ids(self) -> frozenset[int]:
+        ids: set[int] = set()
+        for source in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
+            if isinstance(source, int):
+                ids.add(source)
+            elif isinstance(source, (list, tuple)):
+                ids.update(int(i) for i in source)
+        im_end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
+        if isinstance(im_end, int) and im_end != self.tokenizer.unk_token_id and im_end >= 0:
+            ids.add(im_end)
+        return frozenset(ids)
+
+    def _pad_id(self) -> int:
+        for candidate in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id):
+            if isinstance(candidate, int):
+                return candidate
+        return 0
+
+    def _plain_layers(self) -> bool:
+        """KV reuse needs standard attention layers (no sliding window, no recurrent state)."""
+        from transformers.cache_utils import DynamicCache, DynamicLayer
+
+        layers = DynamicCache(config=self.model.config).layers
+        return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+    def _choose_attention(self, requested: str) -> str:
+        config = self.model.config
+        current = getattr(config, "_attn_implementation", None) or "eager"
+        setter = getattr(self.model, "set_attn_implementation", None)
+        if requested != "auto":
+            if setter is None:
+                raise PolicyError("this transformers version cannot switch the attention implementation")
+            setter(requested)
+            return requested
+        params = sum(p.numel() for p in self.model.parameters())
+        if self.device.type != "cpu" or setter is None or params > _PROBE_MAX_PARAMS:
+            return current
+        timings: dict[str, float] = {}
+        for _ in range(2):  # alternate so that a burst of load on a shared CPU hits both
+            for impl in ("sdpa", "eager"):
+                try:
+                    setter(impl)
+                    timings[impl] = min(timings.get(impl, float("inf")), self._time_probe())
+                except Exception:  # noqa: BLE001 - an implementation this model does not support
+                    timings[impl] = float("inf")
+            low, high = sorted(timings.values())
+            if high > 1.5 * low:  # decisive after one round
+                break
+        timings = {k: v for k, v in timings.items() if v < float("inf")}
+        # SDPA unless eager is clearly faster: a stable choice keeps float results reproducible.
+        best = "eager" if timings.get("eager", float("inf")) < 0.8 * timings.get("sdpa", float("inf")) else "sdpa"
+        if best not in timings:
+            best = current
+        setter(best)
+        return best
+
+    def _time_probe(self) -> float:
+        """Seconds for work shaped like a rollout turn: a small prefill, then decode steps of 16 rows
+        over a 384-token cache (random keys/values: no prefill needed to build it)."""
+        gen = torch.Generator().manual_seed(0)
+        config = self.model.config
+        vocab = min(int(config.vocab_size), len(self.tokenizer))
+        heads = int(config.num_attention_heads)
+        kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
+        head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
+        dtype = next(self.model.parameters()).dtype
+
+        def randn(*shape: int) -> torch.Tensor:
+            return torch.randn(*shape, generator=gen).to(self.device, dtype)
+
+        context = 384
+        fake = _Entry(
+            np.zeros(context, dtype=np.int64),
+            [(randn(kv_heads, context, head_dim), randn(kv_heads, context, head_dim)) for _ in range(config.num_hidden_layers)],
+        )
+        tokens = torch.randint(0, vocab, (context + 1,), generator=gen).numpy()
+        start = time.perf_counter()
+        self._prefill([_Row(tokens[:96]) for _ in range(4)], extra=0)
+        batch, logits = self._prefill([_Row(tokens, fake, context) for _ in range(16)], extra=8)
+        for _ in range(8):
+            logits = self._step(batch, logits.argmax(-1), torch.ones(16, dtype=torch.bool))
+        return time.perf_counter() - start
+
+    # -- prompts -------------------------------------------------------------------------------
+
+    def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
+        """Token ids of ``messages`` rendered by the chat template, ready for the assistant's reply."""
+        text = self.tokenizer.apply_chat_template(
+            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
+        )
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def continuation_ids(self, text: str) -> list[int]:
+        """Token ids of a reply text as it would follow the prompt."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    # -- forward passes ------------------------------------------------------------------------
+
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: Any, keep: int) -> torch.Tensor:
+        kwargs: dict[str, Any] = {self._cache_kw: cache, "use_cache": True}
+        if self._keep_kw:
+            kwargs[self._keep_kw] = keep
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, **kwargs)
+        return out.logits[:, -keep:].float()
+
+    def _prefill(self, rows: Sequence[_Row], extra: int) -> tuple[_Batch, torch.Tensor]:
+        """Encode every row's new tokens (after its reused prefix) into one cache with room for
+        ``extra`` more columns; returns the batch and the logits at each row's last token."""
+        from transformers.cache_utils import DynamicCache
+
+        dev = self.device
+        reuse = [r.reuse for r in rows]
+        new = [len(r.tokens) - r.reuse for r in rows]
+        if hasattr(self, "stats"):
+            self.stats["prefilled_tokens"] += sum(new)
+        cached, width = max(reuse), max(new)
+        b = len(rows)
+        layers = []
+        if self._buffered:
+            for layer_index in range(self.model.config.num_hidden_layers):
+                prefixes = [
+                    None if r.source is None or r.reuse == 0 else
+                    (r.source.kv[layer_index][0][:, : r.reuse], r.source.kv[layer_index][1][:, : r.reuse])
+                    for r in rows
+                ]
+                layers.append(self._layer_cls(prefixes, cached, cached + width + extra))
+            cache = DynamicCache()
+            cache.layers = layers
+        else:
+            assert cached == 0, "reuse needs plain attention layers"
+            cache = DynamicCache(config=self.model.config)
+        mask = torch.zeros(b, cached + width + extra, dtype=torch.long, device=dev)
+        ids = torch.full((b, width), self.pad_id, dtype=torch.long, device=dev)
+        pos = torch.zeros(b, width, dtype=torch.long, device=dev)
+        for i, r in enumerate(rows):
+            mask[i, cached - reuse[i] : cached] = 1
+            mask[i, cached + width - new[i] : cached + width] = 1
+            ids[i, width - new[i] :] = torch.as_tensor(r.tokens[r.reuse :], device=dev)
+            pos[i, width - new[i] :] = torch.arange(r.reuse, len(r.tokens), device=dev)
+        heads = int(getattr(self.model.config, "num_attention_heads", 1))
+        chunk = max(1, _ATTENTION_BYTES // (4 * b * heads * (cached + width)))
+        logits = None
+        for start in range(0, width, chunk):
+            stop = min(width, start + chunk)
+            logits = self._forward(ids[:, start:stop], mask[:, : cached + stop], pos[:, start:stop], cache, 1)
+        batch = _Batch(layers, cache, mask, torch.as_tensor([len(r.tokens) for r in rows], device=dev), cached + width)
+        if layers:
+            self._scrub(batch, cached, width, new)
+        assert logits is not None
+        return batch, logits[:, -1]
+
+    def _scrub(self, batch: _Batch, cached: int, width: int, new: Sequence[int]) -> None:
+        # The padding before each row's new tokens holds keys/values of pad tokens; zero it so that
+        # nothing non-finite can ever leak through a masked column (0 * nan would be nan).
+        for row, n in enumerate(new):
+            if n < width:
+                for layer in batch.layers:
+                    layer.kb[row, :, cached : cached + width - n] = 0
+                    layer.vb[row, :, cached : cached + width - n] = 0
+
+    def _step(self, batch: _Batch, tokens: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+        """Feed one token per row (rows not ``live`` feed padding, masked out); next logits."""
+        col = batch.width
+        batch.mask[:, col] = live.long()
+        ids = torch.where(live, tokens, torch.full_like(tokens, self.pad_id))[:, None]
+        logits = self._forward(ids, batch.mask[:, : col + 1], batch.next_pos[:, None], batch.cache, 1)
+        batch.next_pos = batch.next_pos + 1
+        batch.width += 1
+        return logits[:, -1]
+
+    # -- generation ----------------------------------------------------------------------------
+
+    def generate(self, requests: Sequence[Request]) -> list[Reply]:
+        """One reply per request; a request that cannot be served gets ``Reply(error=...)``."""
+        return self.generate_with(requests)
+
+    def generate_with(
+        self,
+        requests: Sequence[Request],
+        *,
+        sampling: SamplingConfig | None = None,
+        stop: Sequence[str] | None = None,
+        cache_keys: Sequence[int] | None = None,
+    ) -> list[Reply]:
+        """:meth:`generate` with this call's own sampling options and stop strings (the policy's by
+        default) and cache keys (default: each request's seed; e.g. a server keys by conversation)."""
+        sampling = sampling or self.sampling
+        stop = tuple(self.stop if stop is None else stop)
+        keys = list(cache_keys) if cache_keys is not None else [r.seed for r in requests]
+        if len(keys) != len(requests):
+            raise ValueError(f"{len(keys)} cache keys for {len(requests)} requests")
+        replies: list[Reply | None] = [None] * len(requests)
+        todo: list[tuple[int, Request, np.ndarray, int]] = []
+        limit = sampling.max_new_tokens
+        for i, request in enumerate(requests):
+            try:
+                ids = self.prompt_ids(request.messages)
+            except Exception as exc:  # noqa: BLE001 - a malformed conversation fails alone
+                replies[i] = Reply("", error=f"chat template failed: {type(exc).__name__}: {exc}")
+                continue
+            if not ids:
+                replies[i] = Reply("", error="the chat template rendered an empty prompt")
+            elif self.max_positions and len(ids) + limit > self.max_positions:
+                replies[i] = Reply(
+                    "", error=f"prompt of {len(ids)} tokens + {limit} new tokens exceeds the model's "
+                    f"{self.max_positions} positions"
+                )
+            else:
+                todo.append((i, request, np.asarray(ids, dtype=np.int64), keys[i]))
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                self._check_weights()
+                for start in range(0, len(todo), self.max_batch_size):
+                    part = todo[start : start + self.max_batch_size]
+                    for (i, *_), reply in zip(part, self._generate_batch(part, sampling, stop), strict=True):
+                        replies[i] = reply
+                self._store.evict()
+        finally:
+            self.model.train(was_training)
+        return [r if r is not None else Reply("", error="no reply") for r in replies]
+
+    def clear_cache(self) -> None:
+        """Forget every reused key/value (done automatically when the weights change)."""
+        self._store.clear()
+
+    def _check_weights(self) -> None:
+        version = tuple(p._version for p in self.model.parameters())
+        if version != self._weights_version:
+            self._store.clear()
+            self._weights_version = version
+
+    def _plan_rows(self, prompts: list[np.ndarray], keys: list[int]) -> list[_Row]:
+        """Pick each row's reuse source: its own cached trajectory, or a prefix shared with other
+        rows of the batch (computed once here when worthwhile)."""
+        rows = []
+        for tokens, key in zip(prompts, keys, strict=True):
+            own = self._store.rows.get(key) if self.reuse_kv else None
+            n = min(_lcp(own.tokens, tokens), len(tokens) - 1) if own is not None else 0
+            rows.append(_Row(tokens, own if n > 0 else None, n))
+        if not self.reuse_kv:
+            return rows
+        self._share_prefixes(rows)
+        for row in rows:
+            entry, n = self._store.best_shared(row.tokens)
+            n = min(n, len(row.tokens) - 1)
+            if entry is not None and n > row.reuse:
+                row.source, row.reuse = entry, n
+        return rows
+
+    def _share_prefixes(self, rows: list[_Row]) -> None:
+        order = sorted(range(len(rows)), key=lambda i: tuple(rows[i].tokens))
+        groups: list[list[int]] = []
+        lengths: list[int] = []
+        for a, b in zip(order, order[1:]):
+            n = min(_lcp(rows[a].tokens, rows[b].tokens), len(rows[a].tokens) - 1, len(rows[b].tokens) - 1)
+            if n >= _MIN_SHARED_PREFIX and groups and groups[-1][-1] == a:
+                groups[-1].append(b)
+                lengths[-1] = min(lengths[-1], n)
+            elif n >= _MIN_SHARED_PREFIX:
+                groups.append([a, b])
+                lengths.append(n)
+        todo = []
+        for members, n in zip(groups, lengths, strict=True):
+            prefix = rows[members[0]].tokens[:n]
+            gain = sum(1 for m in members if rows[m].reuse < n - _MIN_SHARED_PREFIX)
+            entry, have = self._store.best_shared(prefix)
+            if gain >= 2 and have < n:
+                todo.append(_Row(prefix, entry if have > 0 else None, min(have, n - 1)))
+        if todo:
+            batch, _ = self._prefill(todo, extra=0)
+            for i, row in enumerate(todo):
+                self._store.add_shared(batch.row_entry(i, row.tokens))
+
+    def _generate_batch(
+        self, part: list[tuple[int, Request, np.ndarray, int]], cfg: SamplingConfig, stop: tuple[str, ...]
+    ) -> list[Reply]:
+        prompts = [p for _, _, p, _ in part]
+        keys = [k for *_, k in part]
+        rows = self._plan_rows(prompts, keys)
+        self.stats["prompt_tokens"] += sum(len(p) for p in prompts)
+        batch, logits = self._prefill(rows, extra=cfg.max_new_tokens)
+        generators = None
+        if cfg.temperature > 0:
+            generators = [torch.Generator().manual_seed(sampling_seed(r.seed, r.turn)) for _, r, _, _ in part]
+        b = len(part)
+        tokens: list[list[int]] = [[] for _ in range(b)]
+        logprobs: list[list[float]] = [[] for _ in range(b)]
+        where = list(range(b))  # batch position -> row
+        live = torch.ones(b, dtype=torch.bool)
+        done = [False] * b
+        for step in range(cfg.max_new_tokens):
+            logp = process_logits(logits, cfg.temperature, cfg.top_k, cfg.top_p)
+            gens = None if generators is None else [generators[r] for r in where]
+            chosen = _sample(logp, gens)
+            chosen_lp = logp.gather(1, chosen[:, None]).squeeze(1).tolist()
+            chosen_ids = chosen.tolist()
+            for pos, row in enumerate(where):
+                if done[row]:
+                    continue
+                tokens[row].append(chosen_ids[pos])
+                logprobs[row].append(chosen_lp[pos])
+                if self._finished(tokens[row], stop) or step == cfg.max_new_tokens - 1:
+                    done[row] = True
+                    live[pos] = False
+                    if self.reuse_kv:
+                        kept = np.concatenate([prompts[row], np.asarray(tokens[row][:-1], dtype=np.int64)])
+                        self._store.put(keys[row], batch.row_entry(pos, kept))
+            if all(done):
+                break
+            if (~live).sum() * 4 >= len(where):  # drop finished rows once they are a quarter
+                index = torch.nonzero(live).squeeze(1)
+                batch.select(index.to(self.device))
+                where = [where[i] for i in index.tolist()]
+                live = torch.ones(len(where), dtype=torch.bool)
+                logits, chosen = logits[index], chosen[index]
+            logits = self._step(batch, chosen.to(self.device), live.to(self.device))
+        self.stats["generated_tokens"] += sum(len(t) for t in tokens)
+        return [
+            Reply(
+                self.tokenizer.decode(tokens[i], skip_special_tokens=True),
+                token_ids=tuple(tokens[i]),
+                logprobs=tuple(logprobs[i]),
+            )
+            for i in range(b)
+        ]
+
+    def _piece(self, token: int) -> str:
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = self.tokenizer.decode([token])
+        return piece
+
+    def _finished(self, tokens: list[int], stop: tuple[str, ...]) -> bool:
+        last = tokens[-1]
+        if last in self.eos_ids:
+            return True
+        if not stop:
+            return False
+        piece = self._piece(last)
+        if not any(s[-1] in piece for s in stop if s):
+            return False
+        tail = self.tokenizer.decode(tokens[-(max(len(s) for s in stop) + 8) :], skip_special_tokens=True)
+        return any(s and s in tail for s in stop)
+
+    # -- scoring -------------------------------------------------------------------------------
+
+    def score(
+        self,
+        messages: Sequence[Sequence[Message]],
+        continuations: Sequence[str],
+        *,
+        sampling: SamplingConfig | None = None,
+    ) -> list[list[float]]:
+        """Per-token log-probs of each continuation (tokenized as :meth:`continuation_ids`) as the
+        assistant's reply to its conversation.
+
+        With ``sampling=None`` these are the model's own log-probs (T = 1), which equal the
+        sampling-time log-probs of greedy and T = 1 replies; pass the sampling config used at
+        generation time to score under the same (tempered, truncated) distribution.
+        """
+        conts = [self.continuation_ids(c) for c in continuations]
+        return self.score_ids(messages, conts, sampling=sampling)
+
+    def score_ids(
+        self,
+        messages: Sequence[Sequence[Message]],
+        continuations: Sequence[Sequence[int]],
+        *,
+        sampling: SamplingConfig | None = None,
+    ) -> list[list[float]]:
+        """Like :meth:`score` for continuations given as token ids (e.g. ``Reply.token_ids``)."""
+        if len(messages) != len(continuations):
+            raise ValueError(f"{len(messages)} conversations but {len(continuations)} continuations")
+        prompts = [self.prompt_ids(m) for m in messages]
+        s = sampling or SamplingConfig(temperature=0.0)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.inference_mode():
+                out = continuation_logprobs(
+                    self.model, prompts, [list(c) for c in continuations],
+                    temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
+                    batch_size=self.max_batch_size, pad_id=self.pad_id,
+                )
+        finally:
+            self.model.train(was_training)
+        return [t.tolist() for t in out]
+
+
+def continuation_logprobs(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    continuations: Sequence[Sequence[int]],
+    *,
+    temperature: float = 0.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    batch_size: int = 16,
+    pad_id: int = 0,
+) -> list[torch.Tensor]:
+    """Teacher-forced log-probs of ``continuations[i]`` after ``prompts[i]``: one 1-D tensor per pair.
+
+    Rows are left-padded with position ids counting real tokens only (as at generation time) and
+    the distribution is :func:`process_logits` ``(temperature, top_k, top_p)``; temperature 0 means
+    the model's own log-probs. Gradients flow when called outside ``torch.no_grad``.
+    """
+    device = next(model.parameters()).device
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    keep_kw = "logits_to_keep" if "logits_to_keep" in inspect.signature(base.forward).parameters else None
+    out: list[torch.Tensor | None] = [None] * len(prompts)
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]) + len(continuations[i]))
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        seqs = [list(prompts[i]) + list(continuations[i]) for i in idx]
+        width = max(len(s) for s in seqs)
+        longest = max(len(continuations[i]) for i in idx)
+        if longest == 0:
+            for i in idx:
+                out[i] = torch.zeros(0, device=device)
+            continue
+        ids = torch.full((len(idx), width), pad_id, dtype=torch.long, device=device)
+        mask = torch.zeros(len(idx), width, dtype=torch.long, device=device)
+        for row, seq in enumerate(seqs):
+            ids[row, width - len(seq) :] = torch.as_tensor(seq, device=device)
+            mask[row, width - len(seq) :] = 1
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        kwargs = {keep_kw: longest + 1} if keep_kw else {}
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False, **kwargs).logits
+        logits = logits[:, -(longest + 1) : -1]
+        for row, i in enumerate(idx):
+            n = len(continuations[i])
+            if n == 0:
+                out[i] = torch.zeros(0, device=device)
+                continue
+            logp = process_logits(logits[row, longest - n :], temperature, top_k, top_p)
+            target = torch.as_tensor(list(continuations[i]), device=device)
+            out[i] = logp.gather(1, target[:, None]).squeeze(1)
+    return [t if t is not None else torch.zeros(0) for t in out]
+
+
+@register_policy("hf", needs_arg=True)
+def _make_hf(arg: str | None, sampling: SamplingConfig) -> HFPolicy:
+    return HFPolicy.from_pretrained(arg or "", sampling, attn_implementation=os.environ.get("ARLKIT_HF_ATTN", "auto"))

@@ -1,0 +1,307 @@
+"""A minimal OpenAI-compatible HTTP server for a local ``hf`` model (loopback only, stdlib only).
+
+It serves ``GET /v1/models`` and ``POST /v1/chat/completions`` (non-streaming, ``n = 1``) so that
+the ``openai`` backend, the official ``openai`` client or any other OpenAI-compatible tool can drive
+a local model, e.g. the embedded tiny model in tests. Requests that arrive together are generated
+as one batch (requests with equal sampling options share a forward pass).
+
+Semantics follow the OpenAI API: the matched stop string is not part of the returned content;
+``finish_reason`` is ``"stop"`` (end of turn or stop string) or ``"length"``; ``seed`` makes
+sampling reproducible; ``logprobs: true`` returns one entry per generated token (an end-of-turn
+token excluded). ``top_k`` is accepted as an extra field, as vLLM does.
+
+Run it with ``python -m arlkit.policies.serve MODEL_DIR --port 8000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from arlkit.policies.hf import HFPolicy
+from arlkit.policies.protocol import PolicyError, Reply, Request
+from arlkit.policies.registry import SamplingConfig
+
+__all__ = ["OpenAICompatibleServer"]
+
+_MAX_BODY = 16 * 2**20
+_REPLY_TIMEOUT = 600.0
+
+
+@dataclass
+class _Job:
+    request: Request
+    sampling: SamplingConfig
+    stop: tuple[str, ...]
+    done: threading.Event = field(default_factory=threading.Event)
+    reply: Reply | None = None
+    status: int = 400  # HTTP status if the reply carries an error: the request's fault unless set
+
+
+class _BadRequest(Exception):
+    def __init__(self, status: int, message: str, code: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+class OpenAICompatibleServer:
+    """Serve ``policy`` as model ``model_name`` on ``host:port`` (port 0 picks a free one).
+
+    Use as a context manager, or call :meth:`start` and :meth:`stop`. ``base_url`` is the address to
+    give an OpenAI client (``http://127.0.0.1:PORT/v1``).
+    """
+
+    def __init__(
+        self,
+        policy: HFPolicy,
+        model_name: str,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        batch_wait: float = 0.005,
+        request_timeout: float = 30.0,
+    ) -> None:
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ValueError(f"the server binds to loopback addresses only, got {host!r}")
+        self.policy, self.model_name = policy, model_name
+        self.batch_wait = batch_wait
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        handler = type("_BoundHandler", (_Handler,), {"server_state": self, "timeout": request_timeout})
+        self._http = ThreadingHTTPServer((host, port), handler)
+        self._http.daemon_threads = True
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._http.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> OpenAICompatibleServer:
+        self._threads = [
+            threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True),
+            threading.Thread(target=self._worker, daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._http.shutdown()
+        self._http.server_close()
+        self._jobs.put(None)
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+    def __enter__(self) -> OpenAICompatibleServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- batching worker -----------------------------------------------------------------------
+
+    def submit(self, job: _Job) -> Reply:
+        self._jobs.put(job)
+        if not job.done.wait(_REPLY_TIMEOUT):
+            job.status = 503
+            return Reply("", error="the model did not answer in time")
+        assert job.reply is not None
+        return job.reply
+
+    def _worker(self) -> None:
+        while True:
+            first = self._jobs.get()
+            if first is None:
+                return
+            jobs = [first]
+            deadline = time.monotonic() + self.batch_wait
+            while len(jobs) < self.policy.max_batch_size:
+                try:
+                    job = self._jobs.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if job is None:
+                    self._jobs.put(None)
+                    break
+                jobs.append(job)
+            groups: dict[tuple[SamplingConfig, tuple[str, ...]], list[_Job]] = {}
+            for job in jobs:
+                groups.setdefault((job.sampling, job.stop), []).append(job)
+            for (sampling, stop), members in groups.items():
+                try:
+                    replies = self.policy.generate_with([j.request for j in members], sampling=sampling, stop=stop)
+                except Exception as exc:  # noqa: BLE001 - report to the callers, keep serving
+                    replies = [Reply("", error=f"{type(exc).__name__}: {exc}") for _ in members]
+                    for job in members:
+                        job.status = 500
+                for job, reply in zip(members, replies, strict=True):
+                    job.reply = reply
+                    job.done.set()
+
+    # -- the API -------------------------------------------------------------------------------
+
+    def models(self) -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "arlkit"}]}
+
+    def chat(self, body: Any) -> dict[str, Any]:
+        request, sampling, stop, want_logprobs = self._parse(body)
+        job = _Job(request, sampling, stop)
+        reply = self.submit(job)
+        if reply.error is not None:
+            raise _BadRequest(job.status, reply.error, "server_error" if job.status >= 500 else "invalid_request_error")
+        return self._response(reply, sampling, stop, want_logprobs, body)
+
+    def _parse(self, body: Any) -> tuple[Request, SamplingConfig, tuple[str, ...], bool]:
+        if not isinstance(body, dict):
+            raise _BadRequest(400, "the body must be a JSON object")
+        if body.get("model") != self.model_name:
+            raise _BadRequest(404, f"The model {body.get('model')!r} does not exist", "model_not_found")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages
+        ):
+            raise _BadRequest(400, "messages must be a non-empty list of {role, content} objects with string content")
+        if body.get("n", 1) != 1 or body.get("stream"):
+            raise _BadRequest(400, "only n = 1 without streaming is supported")
+        stop = body.get("stop") or []
+        stop = [stop] if isinstance(stop, str) else stop
+        if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+            raise _BadRequest(400, "stop must be a string or a list of strings")
+        limit = body.get("max_completion_tokens") or body.get("max_tokens") or self.policy.sampling.max_new_tokens
+        try:
+            sampling = SamplingConfig(
+                temperature=float(body.get("temperature", 1.0)),
+                top_p=float(body.get("top_p", 1.0)),
+                top_k=int(body.get("top_k", 0) or 0),
+                max_new_tokens=int(limit),
+            )
+            seed = int(body.get("seed") or 0)
+        except (TypeError, ValueError) as exc:
+            raise _BadRequest(400, f"invalid sampling option: {exc}") from None
+        messages = [{"role": m["role"], "content": m["content"]} for m in messages]
+        return Request(messages=messages, seed=seed, turn=0), sampling, tuple(stop), bool(body.get("logprobs"))
+
+    def _response(
+        self, reply: Reply, sampling: SamplingConfig, stop: Sequence[str], want_logprobs: bool, body: dict[str, Any]
+    ) -> dict[str, Any]:
+        tokenizer = self.policy.tokenizer
+        ids = list(reply.token_ids or ())
+        lps = list(reply.logprobs or ())
+        ended = bool(ids) and ids[-1] in self.policy.eos_ids
+        if ended:
+            ids, lps = ids[:-1], lps[:-1]
+        text = reply.text
+        cut = min((text.find(s) for s in stop if s and s in text), default=-1)
+        if cut >= 0:
+            text = text[:cut]
+        finish = "stop" if ended or cut >= 0 else "length"
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": finish,
+            "logprobs": None,
+        }
+        if want_logprobs:
+            content = []
+            for token, lp in zip(ids, lps, strict=True):
+                piece = tokenizer.decode([token])
+                content.append({"token": piece, "logprob": lp, "bytes": list(piece.encode("utf-8")), "top_logprobs": []})
+            choice["logprobs"] = {"content": content}
+        prompt_tokens = len(self.policy.prompt_ids(body["messages"]))
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(reply.token_ids or ()),
+                "total_tokens": prompt_tokens + len(reply.token_ids or ()),
+            },
+        }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_state: OpenAICompatibleServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return  # quiet: tests and users read replies, not access logs
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, status: int, message: str, code: str) -> None:
+        self._send(status, {"error": {"message": message, "type": code, "code": code}})
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        if self.path.rstrip("/") in ("/v1/models", "/models"):
+            self._send(200, self.server_state.models())
+        else:
+            self._error(404, f"no route {self.path}", "not_found")
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+            self._error(404, f"no route {self.path}", "not_found")
+            return
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            self._error(411, "Content-Length required", "invalid_request_error")
+            return
+        if not 0 <= length <= _MAX_BODY:
+            self._error(413, "request body too large", "invalid_request_error")
+            return
+        try:
+            body = json.loads(self.rfile.read(length) or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            self._error(400, "the body is not valid JSON", "invalid_request_error")
+            return
+        try:
+            self._send(200, self.server_state.chat(body))
+        except _BadRequest as exc:
+            self._error(exc.status, str(exc), exc.code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m arlkit.policies.serve", description=__doc__.splitlines()[0])
+    parser.add_argument("model_dir", help="a local causal-LM directory (e.g. from `arlkit model init`)")
+    parser.add_argument("--name", default=None, help="model name clients must send (default: the directory path)")
+    parser.add_argument("--host", default="127.0.0.1", help="loopback address to bind")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args(argv)
+    try:
+        policy = HFPolicy.from_pretrained(args.model_dir)
+        server = OpenAICompatibleServer(policy, args.name or args.model_dir, args.host, args.port).start()
+    except (PolicyError, ValueError, OSError) as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
+    print(f"serving {args.model_dir} as {server.model_name!r} at {server.base_url} (Ctrl-C stops)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
