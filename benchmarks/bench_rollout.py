@@ -92,7 +92,9 @@ def run(policy: Any, mode: str, trajectories: int) -> tuple[list[Any], float]:
     tasks = make("frozenlake", **ENV).tasks("test", trajectories // 2)
     jobs = make_jobs(tasks, 2, BUDGET, seed=7)
     start = time.perf_counter()
-    result = run_rollouts(lambda: make("frozenlake", **ENV), jobs, policy, PromptConfig(budget_mode=mode))  # type: ignore[arg-type]
+    # "announced-obs": announced budget with the counters after each observation (prefix-stable chat)
+    prompt = PromptConfig("announced", counters="observation") if mode == "announced-obs" else PromptConfig(mode)  # type: ignore[arg-type]
+    result = run_rollouts(lambda: make("frozenlake", **ENV), jobs, policy, prompt)
     return result, time.perf_counter() - start
 
 
@@ -103,7 +105,7 @@ def main() -> int:
     parser.add_argument("--trajectories", type=int, default=32)
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--modes", default="announced,hidden")
+    parser.add_argument("--modes", default="announced,announced-obs,hidden")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
