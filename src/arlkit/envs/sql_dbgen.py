@@ -26,46 +26,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from arlkit.envs.splitmix import SplitMix64
+
 __all__ = ["DATABASES", "SCRIPT_SHA256", "build_database", "database_script", "default_cache_dir", "ensure_databases"]
-
-_MASK = (1 << 64) - 1
-
-
-class _Rng:
-    """SplitMix64: tiny, fast and identical on every platform and Python version."""
-
-    def __init__(self, seed: int) -> None:
-        self.state = seed & _MASK
-
-    def next64(self) -> int:
-        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        return z ^ (z >> 31)
-
-    def randint(self, lo: int, hi: int) -> int:
-        """Uniform integer in [lo, hi]."""
-        return lo + self.next64() % (hi - lo + 1)
-
-    def choice(self, seq: Sequence[Any]) -> Any:
-        return seq[self.randint(0, len(seq) - 1)]
-
-    def chance(self, p: float) -> bool:
-        return self.next64() < int(p * (1 << 64))
-
-    def weighted(self, items: Sequence[Any], weights: Sequence[int]) -> Any:
-        r = self.randint(1, sum(weights))
-        for item, w in zip(items, weights, strict=True):
-            r -= w
-            if r <= 0:
-                return item
-        return items[-1]  # pragma: no cover
-
-    def date(self, start: str, end: str) -> str:
-        a, b = _dt.date.fromisoformat(start).toordinal(), _dt.date.fromisoformat(end).toordinal()
-        return _dt.date.fromordinal(self.randint(a, b)).isoformat()
-
 
 FIRST = (
     "Ava Ben Chloe Daniel Elena Felix Grace Hugo Iris Jonas Kira Liam Maya Noah Olivia Pablo Quinn Rosa Samir "
@@ -181,7 +144,7 @@ GENRES_MUSIC = ("rock", "jazz", "pop", "electronic", "classical", "folk", "hip-h
 LABELS = ("Northern Records", "Blue Room", "Sunset Tapes", "Vinyl House", "Echo Lane")
 
 
-def _person(rng: _Rng, used: set[str]) -> str:
+def _person(rng: SplitMix64, used: set[str]) -> str:
     while True:
         name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
         if name not in used:
@@ -189,7 +152,7 @@ def _person(rng: _Rng, used: set[str]) -> str:
             return name
 
 
-def _title(rng: _Rng, used: set[str], words: int = 2) -> str:
+def _title(rng: SplitMix64, used: set[str], words: int = 2) -> str:
     while True:
         if words == 3 and rng.chance(0.5):
             title = f"{rng.choice(NOUN)} of the {rng.choice(NOUN)}"
@@ -208,7 +171,7 @@ Row = tuple[Any, ...]
 Tables = list[tuple[str, str, list[Row]]]  # (name, CREATE TABLE body, rows)
 
 
-def _university(rng: _Rng) -> Tables:
+def _university(rng: SplitMix64) -> Tables:
     departments = [
         (i + 1, name, building, rng.randint(20, 90) * 10_000) for i, (name, building) in enumerate(DEPARTMENTS)
     ]
@@ -276,7 +239,7 @@ def _university(rng: _Rng) -> Tables:
     ]
 
 
-def _retail(rng: _Rng) -> Tables:
+def _retail(rng: SplitMix64) -> Tables:
     people: set[str] = set()
     customers = []
     for i in range(400):
@@ -332,7 +295,7 @@ def _retail(rng: _Rng) -> Tables:
     ]
 
 
-def _flights(rng: _Rng) -> Tables:
+def _flights(rng: SplitMix64) -> Tables:
     airports = list(AIRPORTS)
     airlines = [(i + 1, name, country) for i, (name, country) in enumerate(AIRLINES)]
     flights = []
@@ -395,7 +358,7 @@ def _flights(rng: _Rng) -> Tables:
     ]
 
 
-def _library(rng: _Rng) -> Tables:
+def _library(rng: SplitMix64) -> Tables:
     branches = [(i + 1, name, city, year) for i, (name, city, year) in enumerate(BRANCHES)]
     people: set[str] = set()
     authors = [(i + 1, _person(rng, people), rng.randint(1850, 1995), rng.choice(CITIES)[1]) for i in range(90)]
@@ -458,7 +421,7 @@ def _library(rng: _Rng) -> Tables:
     ]
 
 
-def _music(rng: _Rng) -> Tables:
+def _music(rng: SplitMix64) -> Tables:
     names: set[str] = set()
     artists = []
     for i in range(60):
@@ -536,7 +499,7 @@ def _music(rng: _Rng) -> Tables:
     ]
 
 
-_GENERATORS: dict[str, tuple[int, Callable[[_Rng], Tables]]] = {
+_GENERATORS: dict[str, tuple[int, Callable[[SplitMix64], Tables]]] = {
     "university": (11, _university),
     "retail": (23, _retail),
     "flights": (37, _flights),
@@ -571,7 +534,7 @@ def database_script(db_id: str) -> str:
         raise ValueError(f"unknown database {db_id!r}; valid choices: {', '.join(DATABASES)}")
     seed, make = _GENERATORS[db_id]
     lines = []
-    for name, body, rows in make(_Rng(seed)):
+    for name, body, rows in make(SplitMix64(seed)):
         lines.append(f"CREATE TABLE {name} ({body});")
         for start in range(0, len(rows), 200):
             chunk = rows[start : start + 200]

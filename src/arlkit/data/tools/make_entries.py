@@ -22,47 +22,13 @@ from typing import Any
 from arlkit.envs.tools.apis import FINISH, instantiate, specs_for
 from arlkit.envs.tools.calls import parse_calls
 from arlkit.envs.tools.checks import bind, execute
+from arlkit.envs.splitmix import SplitMix64
 from arlkit.envs.tools.vehicle import DOORS, TIRES
 
 HERE = Path(__file__).resolve().parent
 N_ENTRIES = 160
 SEED = 20240611
 MAX_ACTIONS = 24
-_MASK = (1 << 64) - 1
-
-
-class Rng:
-    """SplitMix64, so the entries cannot change with the Python version."""
-
-    def __init__(self, *seeds: int) -> None:
-        self.state = 0
-        for s in seeds:
-            self.state = (self.state * 0x100000001B3 + s + 1) & _MASK
-            self.next64()
-
-    def next64(self) -> int:
-        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK
-        z = self.state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        return z ^ (z >> 31)
-
-    def randint(self, lo: int, hi: int) -> int:
-        return lo + self.next64() % (hi - lo + 1)
-
-    def choice(self, seq: Sequence[Any]) -> Any:
-        return seq[self.randint(0, len(seq) - 1)]
-
-    def chance(self, p: float) -> bool:
-        return self.next64() < int(p * (1 << 64))
-
-    def sample(self, seq: Sequence[Any], k: int) -> list[Any]:
-        pool, out = list(seq), []
-        for _ in range(k):
-            out.append(pool.pop(self.randint(0, len(pool) - 1)))
-        return out
-
-
 # -- vocabularies -----------------------------------------------------------------------------
 USERS = ("alex", "maria", "sam", "nora", "tom", "lena", "omar", "priya")
 DIRS = ("documents", "projects", "archive", "reports", "photos", "research", "drafts", "backup")
@@ -118,11 +84,11 @@ IRRELEVANT = (
 
 
 # -- initial states ---------------------------------------------------------------------------
-def _content(rng: Rng, words: Sequence[str]) -> str:
+def _content(rng: SplitMix64, words: Sequence[str]) -> str:
     return "\n".join(rng.choice(SENTENCES).format(w=rng.choice(words)) for _ in range(rng.randint(2, 5)))
 
 
-def fs_state(rng: Rng) -> dict[str, Any]:
+def fs_state(rng: SplitMix64) -> dict[str, Any]:
     def files(n: int) -> dict[str, Any]:
         out = {}
         for stem in rng.sample(FILE_STEMS, n):
@@ -137,7 +103,7 @@ def fs_state(rng: Rng) -> dict[str, Any]:
     return {"root": {rng.choice(USERS): {"type": "directory", "contents": top}}}
 
 
-def messenger_state(rng: Rng) -> dict[str, Any]:
+def messenger_state(rng: SplitMix64) -> dict[str, Any]:
     names = rng.sample(NAMES, rng.randint(4, 6))
     users = {name: f"USR{i + 1:03d}" for i, name in enumerate(names)}
     messages = []
@@ -147,7 +113,7 @@ def messenger_state(rng: Rng) -> dict[str, Any]:
     return {"users": users, "messages": messages, "next_message_id": len(messages) + 1}
 
 
-def trading_state(rng: Rng) -> dict[str, Any]:
+def trading_state(rng: SplitMix64) -> dict[str, Any]:
     market = {
         s: {"name": n, "sector": sec, "price": rng.randint(1500, 90000) / 100} for s, n, sec in rng.sample(STOCKS, 9)
     }
@@ -160,7 +126,7 @@ def trading_state(rng: Rng) -> dict[str, Any]:
     }
 
 
-def travel_state(rng: Rng) -> dict[str, Any]:
+def travel_state(rng: SplitMix64) -> dict[str, Any]:
     routes: dict[str, float] = {}
     while len(routes) < 12:
         a, b = rng.sample(AIRPORTS, 2)
@@ -172,7 +138,7 @@ def travel_state(rng: Rng) -> dict[str, Any]:
     return {"routes": routes, "cards": cards}
 
 
-def vehicle_state(rng: Rng) -> dict[str, Any]:
+def vehicle_state(rng: SplitMix64) -> dict[str, Any]:
     return {
         "fuel_liters": rng.randint(8, 45) * 1.0,
         "doors": {d: rng.choice(("locked", "unlocked")) for d in DOORS},
@@ -180,7 +146,7 @@ def vehicle_state(rng: Rng) -> dict[str, Any]:
     }
 
 
-STATES: dict[str, Callable[[Rng], dict[str, Any]]] = {
+STATES: dict[str, Callable[[SplitMix64], dict[str, Any]]] = {
     "FileSystem": fs_state,
     "Calculator": lambda rng: {},
     "Messenger": messenger_state,
@@ -192,7 +158,7 @@ STATES: dict[str, Callable[[Rng], dict[str, Any]]] = {
 
 # -- the builder: runs ground-truth calls on a simulated state ---------------------------------
 class Builder:
-    def __init__(self, rng: Rng, apis: list[str]) -> None:
+    def __init__(self, rng: SplitMix64, apis: list[str]) -> None:
         self.rng = rng
         self.apis = apis
         self.config = {api: STATES[api](rng) for api in apis}
@@ -844,7 +810,7 @@ def _attempt(b: Builder, template: Template) -> Turn | None:
     return made
 
 
-def _draw(rng: Rng) -> tuple[list[str], dict[str, Any], list[list[str]], list[str]]:
+def _draw(rng: SplitMix64) -> tuple[list[str], dict[str, Any], list[list[str]], list[str]]:
     n_apis = rng.choice((1, 1, 2, 2, 2, 3))
     apis = rng.sample(sorted(TEMPLATES), n_apis)
     b = Builder(rng, apis)
@@ -883,7 +849,7 @@ def build_entry(index: int) -> tuple[list[str], dict[str, Any], list[list[str]],
     """(user turns, initial config, ground truth per turn, involved APIs) of entry ``index``:
     the first draw of its seed stream with at least two turns, one of them with calls."""
     for attempt in range(100):
-        turns, config, truth, apis = _draw(Rng(SEED, index, attempt))
+        turns, config, truth, apis = _draw(SplitMix64.from_seeds(SEED, index, attempt))
         if len(turns) >= 2 and any(truth):
             return turns, config, truth, apis
     raise AssertionError(f"entry {index}: no usable draw")  # pragma: no cover
