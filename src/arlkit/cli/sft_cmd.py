@@ -1,0 +1,33 @@
+"""``arlkit sft``: behaviour cloning on expert demonstrations through the agent's own prompts."""
+
+from __future__ import annotations
+
+import argparse
+
+from arlkit.config import parse_key_values
+from arlkit.train import SFTConfig, load_config, run_sft
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "sft",
+        help="behaviour cloning (the warm start before RL)",
+        description="Collect demonstrations with an expert (oracle, noisy-oracle:EPS or hf:PATH) through the "
+        "agent's prompts and fine-tune on the reply tokens only. The config is a YAML serialisation of "
+        "arlkit.train.SFTConfig; KEY=VALUE pairs override it. Writes OUT/model, OUT/sft.json, OUT/metrics.jsonl.",
+    )
+    p.add_argument("--config", help="YAML config file (omit to use the defaults plus overrides)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
+    p.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    config = load_config(SFTConfig, args.config, parse_key_values(args.overrides, option="override"))
+    result = run_sft(config, args.out)
+    print(f"behaviour cloning: {result.kept}/{result.demonstrations} demonstrations kept ({result.rows} steps, "
+          f"expert success {100 * result.demo_success:.1f}%), final loss {result.final_loss:.4f}, "
+          f"{result.seconds:.0f}s; model in {result.model_dir}")
+    return 0

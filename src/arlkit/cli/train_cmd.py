@@ -1,0 +1,44 @@
+"""``arlkit train``: multi-turn RL from a YAML config (``key=value`` overrides after it)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from arlkit.config import parse_key_values
+from arlkit.train import TrainConfig, load_config, train
+from arlkit.train.config import check_train_config
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "train",
+        help="multi-turn RL with any preset (GRPO, PPO, GiGPO, ...), full budget or BudgetMix",
+        description="Train a policy with multi-turn RL. The config is a YAML serialisation of "
+        "arlkit.train.TrainConfig; KEY=VALUE pairs override it (dotted keys for sections: optim.lr=3e-4, "
+        "algo.kl_coef=0.02). A killed run continues with --resume.",
+    )
+    p.add_argument("--config", help="YAML config file (omit to use the defaults plus overrides)")
+    p.add_argument("--out", required=True, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
+    p.add_argument("--force", action="store_true", help="resume even though the config changed (the differences are listed)")
+    p.add_argument("--check", action="store_true", help="validate the config, print it resolved, and exit")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
+    p.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    config = load_config(TrainConfig, args.config, parse_key_values(args.overrides, option="override"))
+    resolved = check_train_config(config)
+    if args.check:
+        print(json.dumps({"preset": config.preset, "budgets": list(resolved.budgets), "t_max": resolved.t_max,
+                          "adv_estimator": resolved.algo.adv_estimator, "policy_loss": resolved.algo.policy_loss,
+                          "step_rows": resolved.algo.step_rows}, indent=2))
+        return 0
+    result = train(config, args.out, resume=args.resume, force=args.force)
+    where = f"resumed at step {result.resumed_from}; " if result.resumed_from is not None else ""
+    print(f"trained {result.steps} steps ({where}run in {result.run}): metrics.jsonl, rollouts.jsonl, tb/, "
+          f"checkpoints/, final model in {result.final_model}")
+    return 0

@@ -1,0 +1,419 @@
+"""``arlkit train``: multi-turn RL with any preset, read top to bottom (SPEC §6, RT App. A, AA §3-5).
+
+One step:
+
+1. **Rollouts.** Sample ``tasks_per_step`` training tasks; each group gets one budget (T_max, a fixed
+   budget, or a BudgetMix candidate drawn uniformly) and ``group_size`` trajectories run by the current
+   policy through the rollout engine (announced budgets, BudgetMix groups of different budgets in one
+   batch). With dynamic filtering, groups whose rewards are all equal are dropped and replaced.
+2. **Rewards** (SPEC §6.6): invalid-step penalties, outcome reward (0 on exhausted budgets).
+3. **Rows** in the preset's layout (step rows or trajectory rows, :mod:`arlkit.train.batch`), split into
+   ``mini_batches`` parts by trajectory. Old log-probs are taken now, with the weights that sampled
+   (and, per part, the very computation the first update repeats, so on-policy ratios are exactly 1);
+   reference log-probs (KL) and critic values (PPO) likewise.
+4. **Advantages** by the preset's estimator over the whole batch.
+5. **Updates**: ``epochs`` passes over the parts; each part is one AdamW step (gradient clipping, LR
+   schedule) of policy loss + KL (+ entropy), and one critic step for PPO. How stale each update's data
+   is (optimizer updates since the rollout) is logged.
+6. **Log** ``metrics.jsonl`` / TensorBoard / progress bar; **validate** (R_multi, R_single) every
+   ``validation.every`` steps; **checkpoint** atomically every ``checkpoint_every`` steps.
+
+A run directory holds ``run.json`` (the config and what it resolved to), ``config.yaml``, ``metrics.jsonl``,
+``rollouts.jsonl`` (per group: budget, announced counters, rewards; what ``arlkit budgetmix audit``
+reads), ``dynamics_pool.json``, ``tb/``, ``checkpoints/`` and, at the end, ``final/`` (a model directory).
+Runs are deterministic on CPU: a run killed at any moment and resumed gives the same metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+from arlkit.algos import (
+    AdvantageInputs,
+    combine_actor_loss,
+    compute_advantage,
+    compute_value_loss,
+    filter_groups,
+    kl_penalty,
+    policy_loss,
+)
+from arlkit.envs import make
+from arlkit.policies.hf import HFPolicy
+from arlkit.rollout import PROMPT_VERSION, PromptConfig, derive_seed, make_jobs, run_rollouts
+from arlkit.train.batch import ChatTokens, RecordingPolicy, RowBatch, announced_counters, build_batch, pad_rows, score_trajectory
+from arlkit.train.budgetmix import sample_group_budgets
+from arlkit.train.checkpoint import atomic_write_text, claim_run_dir, latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
+from arlkit.train.config import OptimConfig, TrainConfig, check_train_config, config_to_plain
+from arlkit.train.dynamics import build_state_pool, load_state_pool, r_multi, r_single, save_state_pool
+from arlkit.train.forward import Critic, resolve_precision, score_rows
+from arlkit.train.model import apply_lora, base_causal_lm, frozen_copy, load_model, resolve_model_path, save_model_dir
+from arlkit.train.tracking import MetricsLog, progress_bar
+
+__all__ = ["TrainResult", "lr_lambda", "train"]
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` produced.
+
+    Attributes:
+        run: the run directory.
+        steps: steps completed (the config's ``steps``).
+        final_model: the trained model directory.
+        last_metrics: the last step's metrics line.
+        resumed_from: the step the run resumed from (None for a fresh run).
+    """
+
+    run: Path
+    steps: int
+    final_model: Path
+    last_metrics: dict[str, Any]
+    resumed_from: int | None
+
+
+def lr_lambda(optim: OptimConfig, total_updates: int) -> Callable[[int], float]:
+    """Multiplier of ``optim.lr`` after ``u`` optimizer updates: linear warm-up, then the schedule."""
+
+    def factor(u: int) -> float:
+        if u < optim.warmup_steps:
+            return (u + 1) / optim.warmup_steps
+        span = max(1, total_updates - optim.warmup_steps)
+        progress = min(1.0, (u - optim.warmup_steps) / span)
+        if optim.schedule == "linear":
+            return 1.0 - progress
+        if optim.schedule == "cosine":
+            return 0.5 * (1.0 + math.cos(math.pi * progress))
+        return 1.0
+
+    return factor
+
+
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values)) if values else float("nan")
+
+
+def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False) -> TrainResult:
+    """Run (or resume) one RL run into ``out`` (module docstring)."""
+    out = Path(out)
+    resolved = check_train_config(config)
+    algo = resolved.algo
+    identity = {"config": config_to_plain(config), "t_max": resolved.t_max, "budgets": list(resolved.budgets),
+                "algo": config_to_plain(algo), "prompt_version": PROMPT_VERSION}
+    resuming = claim_run_dir(out, identity, resume=resume, force=force)
+    atomic_write_text(out / "config.yaml", yaml.safe_dump(config_to_plain(config), sort_keys=False))
+    torch.manual_seed(config.seed)
+
+    # -- environment, tasks, prompts ------------------------------------------------------------------
+    def make_env() -> Any:
+        return make(config.env, **config.env_args)
+
+    train_tasks = make_env().tasks("train", config.train_tasks)
+    prompt = PromptConfig(config.budget_mode, config.history)
+    t_max = resolved.t_max
+
+    # -- models: policy, reference, critic, optimizers -------------------------------------------------
+    model, tokenizer = load_model(resolve_model_path(config.model, out), attn_implementation=config.attn_implementation)
+    chat = ChatTokens(tokenizer)
+    device = next(model.parameters()).device
+    precision = resolve_precision(config.precision, device)
+    use_kl = algo.use_kl_loss and algo.kl_coef > 0
+    critic = Critic(model) if algo.needs_critic else None
+    ref = frozen_copy(model) if use_kl and not config.lora.enabled else None
+    if config.lora.enabled:
+        model = apply_lora(model, config.lora)  # the reference is the base: adapters disabled
+    lm = base_causal_lm(model)
+    params = [p for p in model.parameters() if p.requires_grad]
+    o = config.optim
+    optimizer = torch.optim.AdamW(params, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, weight_decay=o.weight_decay)
+    total_updates = config.steps * config.mini_batches * config.epochs
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(o, total_updates))
+    critic_opt = None
+    if critic is not None:
+        critic_params = [p for p in critic.parameters() if p.requires_grad]
+        critic_opt = torch.optim.AdamW(critic_params, lr=o.critic_lr, betas=(o.beta1, o.beta2), eps=o.eps,
+                                       weight_decay=o.weight_decay)
+    policy = HFPolicy(lm, tokenizer, config.sampling, name="policy", attn_implementation=config.attn_implementation,
+                      max_batch_size=64)
+    fwd = {"temperature": config.sampling.temperature, "share_prefix": config.share_prefix,
+           "max_tokens": config.max_tokens, "pad_id": chat.pad_id, "precision": precision}
+
+    # -- the R_single state pool: built once from the initial policy ------------------------------------
+    val = config.validation
+    val_tasks = make_env().tasks("test", val.tasks) if val.every else []
+    pool_path = out / "dynamics_pool.json"
+    pool = []
+    if val.every and val.dynamics.states:
+        if pool_path.exists():
+            pool = load_state_pool(pool_path)
+        else:
+            pool_tasks = make_env().tasks("test", val.dynamics.pool_tasks)
+            pool = build_state_pool(policy, make_env, pool_tasks, samples=val.dynamics.pool_samples, budget=t_max,
+                                    prompt=prompt, states=val.dynamics.states, seed=config.seed,
+                                    max_active=config.max_active)
+            save_state_pool(pool, pool_path)
+
+    # -- resume ---------------------------------------------------------------------------------------
+    start = 0
+    checkpoint = latest_checkpoint(out) if resuming else None
+    if checkpoint is not None:
+        state = load_checkpoint(checkpoint)
+        missing = model.load_state_dict(state["model"], strict=False)
+        if missing.unexpected_keys or (not config.lora.enabled and missing.missing_keys):
+            raise RuntimeError(f"checkpoint {checkpoint} does not match the model ({missing})")
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        if critic is not None and critic_opt is not None:
+            critic.load_state_dict(state["critic"])
+            critic_opt.load_state_dict(state["critic_optimizer"])
+        set_rng_state(state["rng"])
+        start = int(state["step"])
+    log = MetricsLog(out, resume_step=start if resuming else None, tensorboard=config.tensorboard)
+    rollout_log = _RolloutLog(out / "rollouts.jsonl", keep_until=start if resuming else None)
+
+    def validate(step: int) -> dict[str, float]:
+        policy.clear_cache()
+        metrics = r_multi(policy, make_env, val_tasks, samples=val.samples, budget=t_max, prompt=prompt,
+                          reward=config.reward, seed=config.seed, max_active=config.max_active)
+        if pool:
+            metrics |= r_single(policy, make_env, pool, actions=val.dynamics.actions, prompt=prompt, seed=config.seed)
+        return metrics
+
+    if val.every and start == 0:
+        log.log(0, validate(0))
+
+    # -- the loop ---------------------------------------------------------------------------------------
+    last: dict[str, Any] = {}
+    with progress_bar(config.steps, start, config.progress) as update_bar:
+        for step in range(start, config.steps):
+            t_step = time.monotonic()
+            metrics: dict[str, Any] = {}
+
+            # 1. rollouts, one budget per group, with dynamic filtering when the preset asks for it
+            policy.clear_cache()
+            recorder = RecordingPolicy(policy)
+            kept: list[tuple[list[Any], list[Any], int]] = []
+            attempt, needed, dropped = 1, config.tasks_per_step, 0
+            while True:
+                rng = np.random.default_rng([config.seed, step, attempt])
+                picks = rng.choice(len(train_tasks), size=needed, replace=needed > len(train_tasks))
+                budgets = sample_group_budgets(resolved.budgets, needed, rng)
+                jobs = [job for g, (i, budget) in enumerate(zip(picks, budgets, strict=True))
+                        for job in make_jobs([train_tasks[int(i)]], config.group_size, budget,
+                                             derive_seed(config.seed, "rollout", step, attempt, g),
+                                             group=f"s{step}a{attempt}g{g}")]
+                trajectories = run_rollouts(make_env, jobs, recorder, prompt, max_active=config.max_active,
+                                            policy_name="policy")
+                groups = []
+                for g, budget in enumerate(budgets):
+                    trajs = trajectories[g * config.group_size : (g + 1) * config.group_size]
+                    groups.append((trajs, [score_trajectory(t, config.reward) for t in trajs], budget))
+                if not algo.dynamic_filtering:
+                    keep = [True] * len(groups)
+                    done = True
+                else:
+                    decision = filter_groups([[o.score for o in outs] for _, outs, _ in groups],
+                                             num_needed=config.tasks_per_step - len(kept), attempt=attempt,
+                                             training_step=step, config=algo.filter_config)
+                    keep, done, dropped = list(decision.keep), decision.done, dropped + decision.num_dropped
+                for group, k in zip(groups, keep, strict=True):
+                    rollout_log.write(step, attempt, group, k, recorder)
+                kept += [group for group, k in zip(groups, keep, strict=True) if k]
+                if done:
+                    break
+                attempt, needed = attempt + 1, decision.num_to_resample
+            trajectories = [t for trajs, _, _ in kept for t in trajs]
+            outcomes = [o for _, outs, _ in kept for o in outs]
+            metrics |= {
+                "reward/score_mean": _mean([o.score for o in outcomes]),
+                "reward/outcome_mean": _mean([o.outcome for o in outcomes]),
+                "reward/success": _mean([float(t.success) for t in trajectories]),
+                "reward/invalid_rate": _mean([float(f) for o in outcomes for f in o.invalid]),
+                "reward/exhausted": _mean([float(o.exhausted) for o in outcomes]),
+                "rollout/turns_mean": _mean([len(t.turns) for t in trajectories]),
+                "rollout/reply_tokens_mean": _mean([len(x.token_ids or []) for t in trajectories for x in t.turns]),
+                "rollout/backend_errors": float(sum(t.error is not None for t in trajectories)),
+                "budget/mean": _mean([float(b) for _, _, b in kept]),
+                "filter/attempts": float(attempt),
+                "filter/dropped_groups": float(dropped),
+                "time/rollout_s": time.monotonic() - t_step,
+            }
+
+            # 2-3. rows in the preset's layout; mini-batch parts; old / reference log-probs and values
+            t_update = time.monotonic()
+            batch = build_batch(trajectories, outcomes, recorder, chat, step_rows=algo.step_rows,
+                                budget_anchors=config.budget == "budgetmix")
+            metrics["rollout/rows"] = float(len(batch.rows))
+            if not batch.rows:
+                last = {**metrics, "time/step_s": time.monotonic() - t_step}
+                log.log(step + 1, last)
+                update_bar(step + 1, last)
+                continue
+            parts = _partition(batch, config.mini_batches, np.random.default_rng([config.seed, step, 99]))
+            width = batch.width
+            old = torch.zeros(len(batch.rows), width)
+            ref_lp = torch.zeros(len(batch.rows), width)
+            values = torch.zeros(len(batch.rows), width)
+            old_entropy = torch.zeros(len(batch.rows), width)
+            need_entropy = algo.adv_estimator == "empg"
+            # With a single update per rollout batch the update's own forward, detached, is the old
+            # log-prob (the same computation on the same weights), so no separate pass is needed.
+            reuse_old = config.mini_batches == 1 and config.epochs == 1 and not need_entropy
+            with torch.no_grad():
+                for part in parts:
+                    rows = [batch.rows[i] for i in part]
+                    if not reuse_old:
+                        scored = score_rows(lm, rows, entropy=need_entropy, **fwd)
+                        old[part] = pad_rows(scored.logprobs, width)
+                        if scored.entropy is not None:
+                            old_entropy[part] = pad_rows(scored.entropy, width)
+                    if use_kl:
+                        if ref is not None:
+                            ref_lp[part] = pad_rows(score_rows(ref, rows, **fwd).logprobs, width)
+                        else:
+                            with model.disable_adapter():
+                                ref_lp[part] = pad_rows(score_rows(lm, rows, **fwd).logprobs, width)
+                    if critic is not None:
+                        values[part] = pad_rows(critic.values(rows, **fwd), width)
+
+            # 4. advantages over the whole batch
+            adv_out = compute_advantage(algo.adv_estimator, AdvantageInputs(
+                response_mask=batch.mask,
+                token_level_rewards=batch.reward_at,
+                scores=batch.score,
+                index=batch.group,
+                traj_index=batch.traj if algo.step_rows else None,
+                step_index=torch.tensor(batch.step),
+                step_rewards=batch.step_reward,
+                anchor_keys=batch.anchors,
+                values=values if critic is not None else None,
+                old_entropy=old_entropy if need_entropy else None,
+            ), algo.adv_config)
+            advantages, returns = adv_out.advantages.float(), adv_out.returns.float()
+            metrics |= {k: float(v) for k, v in adv_out.metrics.items()}
+            metrics["adv/abs_mean"] = float((advantages.abs() * batch.mask).sum() / batch.mask.sum().clamp(min=1))
+
+            # 5. updates: epochs x mini-batches; staleness = optimizer updates since the rollout
+            collected: dict[str, list[float]] = {}
+            updates = 0
+            for epoch in range(config.epochs):
+                order = np.random.default_rng([config.seed, step, 100 + epoch]).permutation(len(parts))
+                for p in order:
+                    part = parts[int(p)]
+                    rows = [batch.rows[i] for i in part]
+                    mask, adv = batch.mask[part, :width], advantages[part]
+                    scored = score_rows(lm, rows, entropy=algo.entropy_coeff > 0, **fwd)
+                    logp = pad_rows(scored.logprobs, width)
+                    old_lp = logp.detach() if reuse_old else old[part]
+                    pg = policy_loss(algo.policy_loss, old_lp, logp, adv, mask, algo.loss_agg_mode,
+                                     loss_scale_factor=algo.loss_scale_factor, config=algo.loss_config)
+                    kl = kl_penalty(logp, ref_lp[part], algo.kl_penalty) if use_kl else None
+                    ent = pad_rows(scored.entropy, width) if scored.entropy is not None else None
+                    actor = combine_actor_loss(pg.loss, mask, algo.loss_agg_mode, entropy=ent,
+                                               entropy_coeff=algo.entropy_coeff, kl=kl, kl_coef=algo.kl_coef,
+                                               loss_scale_factor=algo.loss_scale_factor)
+                    optimizer.zero_grad(set_to_none=True)
+                    actor.loss.backward()
+                    grad_norm = torch.nn.utils.clip_grad_norm_(params, o.grad_clip if o.grad_clip > 0 else math.inf)
+                    optimizer.step()
+                    scheduler.step()
+                    step_metrics = {**pg.metrics, **actor.metrics, "optim/grad_norm": grad_norm,
+                                    "update/staleness": torch.tensor(float(updates))}
+                    if critic is not None and critic_opt is not None:
+                        vpreds = pad_rows(critic.values(rows, **fwd), width)
+                        vloss = compute_value_loss(vpreds, returns[part], values[part], mask, algo.cliprange_value,
+                                                   algo.loss_agg_mode, loss_scale_factor=algo.loss_scale_factor)
+                        critic_opt.zero_grad(set_to_none=True)
+                        vloss.loss.backward()
+                        torch.nn.utils.clip_grad_norm_(critic.parameters(), o.grad_clip if o.grad_clip > 0 else math.inf)
+                        critic_opt.step()
+                        step_metrics |= {**vloss.metrics, "critic/vf_loss": vloss.loss.detach()}
+                    for key, value in step_metrics.items():
+                        collected.setdefault(key, []).append(float(value))
+                    updates += 1
+            metrics |= {k: _mean(v) for k, v in collected.items()}
+            metrics["update/staleness_max"] = max(collected.get("update/staleness", [0.0]))
+            metrics["update/updates"] = float(updates)
+            metrics["optim/lr"] = float(scheduler.get_last_lr()[0])
+            metrics["time/update_s"] = time.monotonic() - t_update
+
+            # 6. validate, checkpoint, log
+            done_steps = step + 1
+            if val.every and (done_steps % val.every == 0 or done_steps == config.steps):
+                t_val = time.monotonic()
+                metrics |= validate(done_steps)
+                metrics["time/validate_s"] = time.monotonic() - t_val
+            metrics["time/step_s"] = time.monotonic() - t_step
+            # The metrics line goes first: a kill before the checkpoint re-runs this step after a resume
+            # (its line is then replaced); a kill after it finds the line already written.
+            log.log(done_steps, metrics)
+            update_bar(done_steps, metrics)
+            last = metrics
+            if done_steps % config.checkpoint_every == 0 or done_steps == config.steps:
+                save_checkpoint(out, done_steps, {
+                    "model": {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
+                    if config.lora.enabled else model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "critic": critic.state_dict() if critic is not None else None,
+                    "critic_optimizer": critic_opt.state_dict() if critic_opt is not None else None,
+                }, keep=config.keep_checkpoints)
+
+    log.close()
+    rollout_log.close()
+    final = save_model_dir(model, tokenizer, out / "final")
+    return TrainResult(out, config.steps, final, last, start if checkpoint is not None else None)
+
+
+def _partition(batch: RowBatch, parts: int, rng: np.random.Generator) -> list[list[int]]:
+    """Row indices of ``parts`` mini-batches, split by trajectory (all rows of a trajectory together)."""
+    trajs = sorted(set(batch.traj))
+    order = [trajs[i] for i in rng.permutation(len(trajs))]
+    chunks = [c for c in np.array_split(np.array(order, dtype=np.int64), min(parts, len(order))) if len(c)]
+    where: dict[int, int] = {int(t): k for k, chunk in enumerate(chunks) for t in chunk}
+    out: list[list[int]] = [[] for _ in chunks]
+    for i, t in enumerate(batch.traj):
+        out[where[t]].append(i)
+    return out
+
+
+class _RolloutLog:
+    """``rollouts.jsonl``: one line per sampled group (budget, announced counters, rewards), the
+    evidence ``arlkit budgetmix audit`` checks. Lines of steps after a resumed checkpoint are dropped."""
+
+    def __init__(self, path: Path, keep_until: int | None) -> None:
+        self.path = path
+        lines = []
+        if keep_until is not None and path.exists():
+            raw = path.read_text(encoding="utf-8")
+            for line in raw.split("\n")[:-1] if not raw.endswith("\n") else raw.split("\n"):
+                if line.strip() and json.loads(line)["step"] < keep_until:
+                    lines.append(line + "\n")
+        atomic_write_text(path, "".join(lines))
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, step: int, attempt: int, group: tuple[list[Any], list[Any], int], kept: bool,
+              recorder: RecordingPolicy) -> None:
+        trajs, outcomes, budget = group
+        self._file.write(json.dumps({
+            "step": step, "attempt": attempt, "group": trajs[0].group if trajs else None,
+            "task_id": trajs[0].task_id if trajs else None, "budget": budget, "kept": kept,
+            "trajectories": [{
+                "sample": t.sample, "budget": t.budget, "turns": len(t.turns), "success": t.success,
+                "exhausted": o.exhausted, "outcome": o.outcome, "score": o.score,
+                "announced": [announced_counters(recorder.messages(t, k)) for k in range(len(t.turns))],
+            } for t, o in zip(trajs, outcomes, strict=True)],
+        }) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

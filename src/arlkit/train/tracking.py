@@ -1,0 +1,258 @@
+"""Run logs: ``metrics.jsonl`` (one line per step), TensorBoard scalars and a progress bar.
+
+TensorBoard's event format is written directly (length-prefixed records with masked CRC-32C, each an
+``Event`` protocol buffer with a ``Summary`` of simple values), so neither TensorFlow nor the
+``tensorboard`` package is needed to write; point ``tensorboard --logdir RUN_DIR/tb`` at a run to
+read. :func:`read_tb_scalars` reads them back (tests, notebooks).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MetricsLog", "TBWriter", "progress_bar", "read_metrics", "read_tb_scalars"]
+
+
+# -- CRC-32C (Castagnoli), as TFRecord framing requires ------------------------------------------------
+
+def _crc_table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_TABLE = _crc_table()
+
+
+def _crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def _masked_crc(data: bytes) -> int:
+    crc = _crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+# -- minimal protobuf encoding -------------------------------------------------------------------------
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    value &= (1 << 64) - 1
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number: int, wire: int) -> bytes:
+    return _varint((number << 3) | wire)
+
+
+def _bytes_field(number: int, payload: bytes) -> bytes:
+    return _field(number, 2) + _varint(len(payload)) + payload
+
+
+def _event(wall_time: float, step: int, *, file_version: str | None = None, scalars: Mapping[str, float] = {}) -> bytes:
+    out = _field(1, 1) + struct.pack("<d", wall_time) + _field(2, 0) + _varint(step)
+    if file_version is not None:
+        out += _bytes_field(3, file_version.encode())
+    if scalars:
+        summary = b"".join(
+            _bytes_field(1, _bytes_field(1, tag.encode()) + _field(2, 5) + struct.pack("<f", value))
+            for tag, value in scalars.items()
+        )
+        out += _bytes_field(5, summary)
+    return out
+
+
+class TBWriter:
+    """Appends scalar summaries to a TensorBoard event file in ``logdir``."""
+
+    def __init__(self, logdir: str | Path) -> None:
+        self.logdir = Path(logdir)
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}.arlkit"
+        self.path = self.logdir / name
+        self._file = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        self._write(_event(time.time(), 0, file_version="brain.Event:2"))
+
+    def _write(self, data: bytes) -> None:
+        header = struct.pack("<Q", len(data))
+        self._file.write(header + struct.pack("<I", _masked_crc(header)) + data + struct.pack("<I", _masked_crc(data)))
+        self._file.flush()
+
+    def scalars(self, step: int, values: Mapping[str, float]) -> None:
+        """Write the finite numbers of ``values`` at ``step``."""
+        clean = {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and math.isfinite(v)}
+        if clean:
+            self._write(_event(time.time(), step, scalars=clean))
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    shift = value = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
+    pos = 0
+    while pos < len(data):
+        key, pos = _read_varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _read_varint(data, pos)
+        elif wire == 1:
+            value, pos = data[pos : pos + 8], pos + 8
+        elif wire == 5:
+            value, pos = data[pos : pos + 4], pos + 4
+        elif wire == 2:
+            n, pos = _read_varint(data, pos)
+            value, pos = data[pos : pos + n], pos + n
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        yield number, wire, value
+
+
+def read_tb_scalars(path: str | Path) -> list[tuple[int, str, float]]:
+    """``(step, tag, value)`` of every scalar in one event file; raises ``ValueError`` on a bad CRC."""
+    data = Path(path).read_bytes()
+    pos, out = 0, []
+    while pos + 12 <= len(data):
+        header = data[pos : pos + 8]
+        (length,) = struct.unpack("<Q", header)
+        (hcrc,) = struct.unpack("<I", data[pos + 8 : pos + 12])
+        if hcrc != _masked_crc(header):
+            raise ValueError("corrupt event header")
+        record = data[pos + 12 : pos + 12 + length]
+        (dcrc,) = struct.unpack("<I", data[pos + 12 + length : pos + 16 + length])
+        if dcrc != _masked_crc(record):
+            raise ValueError("corrupt event record")
+        pos += 16 + length
+        step = 0
+        for number, _, value in _fields(record):
+            if number == 2:
+                step = value
+            elif number == 5:
+                for n, _, item in _fields(value):
+                    if n != 1:
+                        continue
+                    tag, simple = "", None
+                    for m, _, v in _fields(item):
+                        if m == 1:
+                            tag = v.decode()
+                        elif m == 2:
+                            simple = struct.unpack("<f", v)[0]
+                    if simple is not None:
+                        out.append((step, tag, simple))
+    return out
+
+
+# -- metrics.jsonl -------------------------------------------------------------------------------------
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """The complete lines of a ``metrics.jsonl`` (a half-written last line is ignored)."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    raw = p.read_text(encoding="utf-8")
+    lines = raw.split("\n")
+    complete = lines[:-1] if not raw.endswith("\n") else lines
+    return [json.loads(line) for line in complete if line.strip()]
+
+
+class MetricsLog:
+    """``metrics.jsonl`` plus optional TensorBoard scalars. On resume, lines of steps after the
+    checkpoint (written before the interruption) are dropped so the log continues cleanly."""
+
+    def __init__(self, run: Path, *, resume_step: int | None, tensorboard: bool) -> None:
+        self.path = run / "metrics.jsonl"
+        keep = [m for m in read_metrics(self.path) if resume_step is not None and int(m["step"]) <= resume_step]
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(m) + "\n" for m in keep), encoding="utf-8")
+        os.replace(tmp, self.path)
+        self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        self.tb = TBWriter(run / "tb") if tensorboard else None
+
+    def log(self, step: int, values: Mapping[str, Any]) -> None:
+        line = {"step": step, **values}
+        self._file.write(json.dumps(line, sort_keys=False) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        if self.tb is not None:
+            self.tb.scalars(step, {k: v for k, v in values.items() if isinstance(v, (int, float))})
+
+    def close(self) -> None:
+        self._file.close()
+        if self.tb is not None:
+            self.tb.close()
+
+
+@contextmanager
+def progress_bar(total: int, start: int, enabled: bool, label: str = "train") -> Iterator[Callable[[int, Mapping[str, Any]], None]]:
+    """Yields ``update(step_done, metrics)``: a rich bar (step, reward, KL, ETA) on a terminal, one line
+    per step otherwise; nothing when disabled."""
+    if not enabled:
+        yield lambda step, metrics: None
+        return
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        with Progress(*columns, console=Console(stderr=True)) as bar:
+            task = bar.add_task(label, total=total, completed=start, info="")
+
+            def update(step: int, metrics: Mapping[str, Any]) -> None:
+                bar.update(task, completed=step, info=_summary(metrics))
+
+            yield update
+        return
+    t0 = time.monotonic()
+
+    def update_plain(step: int, metrics: Mapping[str, Any]) -> None:
+        elapsed = time.monotonic() - t0
+        done = step - start
+        eta = elapsed / done * (total - step) if done else float("nan")
+        print(f"{label} step {step}/{total} {_summary(metrics)} elapsed {elapsed:.0f}s ETA {eta:.0f}s",
+              file=sys.stderr, flush=True)
+
+    yield update_plain
+
+
+def _summary(metrics: Mapping[str, Any]) -> str:
+    parts = []
+    for key, label in (("reward/score_mean", "reward"), ("reward/success", "success"), ("actor/kl_loss", "KL"),
+                       ("sft/loss", "loss")):
+        if key in metrics and isinstance(metrics[key], (int, float)):
+            parts.append(f"{label} {metrics[key]:.3f}")
+    return " ".join(parts)

@@ -1,0 +1,38 @@
+"""Shared fixtures: the nano model and a briefly behaviour-cloned copy, built once per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+# Small deterministic maps with few holes: a random-acting policy succeeds sometimes, a good one always,
+# so rewards vary within groups and RL has something to learn in a few steps.
+EASY_ENV: dict[str, Any] = {"size": 3, "slippery": False, "t_max": 6, "p_frozen": 0.95}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread() -> None:
+    # Tiny models gain little from a second thread, and OpenMP threads degrade badly on a shared machine.
+    torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def nano_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from arlkit.policies.tiny import init_tiny_model
+
+    return init_tiny_model("nano", tmp_path_factory.mktemp("nano") / "model", seed=0)
+
+
+@pytest.fixture(scope="session")
+def bc_dir(tmp_path_factory: pytest.TempPathFactory, nano_dir: Path) -> Path:
+    """The nano model cloned from a mostly random expert (noisy oracle, eps 0.7) on easy maps: the reply
+    format is learnt, the actions stay exploratory (valid replies, ~10-20% success, rewards that vary
+    within a group, room for RL)."""
+    from arlkit.train import SFTConfig, run_sft
+
+    config = SFTConfig(model=str(nano_dir), env_args=EASY_ENV, expert="noisy-oracle:0.7", relabel=False, tasks=24, samples=2,
+                       history=1, steps=40, batch_rows=32, lr=3e-3, warmup_steps=4)
+    return run_sft(config, tmp_path_factory.mktemp("bc"), progress=False).model_dir

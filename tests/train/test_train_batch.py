@@ -1,0 +1,126 @@
+"""Training rows in both layouts, the prefix-sharing forward, and rewards (SPEC §6.6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from arlkit.algos import RewardConfig
+from arlkit.envs import make
+from arlkit.policies import SamplingConfig
+from arlkit.policies.hf import HFPolicy
+from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
+from arlkit.rollout.records import Trajectory, TurnRecord
+from arlkit.train.batch import ChatTokens, RecordingPolicy, build_batch, score_trajectory
+from arlkit.train.forward import Critic, TokenRow, _plan, score_rows
+from arlkit.train.model import load_model
+
+from .conftest import EASY_ENV
+
+
+def _rollouts(model_dir: Path, history: int | None, budget: int = 6):
+    model, tokenizer = load_model(model_dir, attn_implementation="eager")
+    policy = HFPolicy(model, tokenizer, SamplingConfig(temperature=1.0, max_new_tokens=10), attn_implementation="eager")
+    recorder = RecordingPolicy(policy)
+    tasks = make("frozenlake", **EASY_ENV).tasks("train", 3)
+    trajectories = run_rollouts(lambda: make("frozenlake", **EASY_ENV), make_jobs(tasks, 3, budget, 0, group="g"),
+                                recorder, PromptConfig("announced", history))
+    return model, tokenizer, recorder, trajectories
+
+
+def test_step_rows_are_the_exact_prompts_and_reproduce_sampling_logprobs(bc_dir: Path) -> None:
+    model, tokenizer, recorder, trajectories = _rollouts(bc_dir, history=1)
+    chat = ChatTokens(tokenizer)
+    outcomes = [score_trajectory(t, RewardConfig()) for t in trajectories]
+    batch = build_batch(trajectories, outcomes, recorder, chat, step_rows=True, budget_anchors=True)
+    assert len(batch.rows) == sum(len(t.turns) for t in trajectories)
+    scored = score_rows(model, batch.rows, precision="fp32", pad_id=chat.pad_id)
+    for i, row in enumerate(batch.rows):
+        t = trajectories[batch.traj[i]]
+        turn = t.turns[batch.step[i]]
+        prompt = recorder.inner.prompt_ids(recorder.messages(t, batch.step[i]))
+        assert list(row.ids) == prompt + turn.token_ids
+        # the training forward gives the log-probs the sampler drew from (temperature 1)
+        assert torch.allclose(scored.logprobs[i], torch.tensor(turn.logprobs), atol=1e-4)
+        assert batch.anchors[i] == (turn.state, t.budget - batch.step[i])
+    assert batch.mask.sum() == sum(len(turn.token_ids) for t in trajectories for turn in t.turns)
+
+
+def test_trajectory_rows_hold_every_reply_as_targets_and_nothing_else(bc_dir: Path) -> None:
+    model, tokenizer, recorder, trajectories = _rollouts(bc_dir, history=None)
+    chat = ChatTokens(tokenizer)
+    outcomes = [score_trajectory(t, RewardConfig()) for t in trajectories]
+    batch = build_batch(trajectories, outcomes, recorder, chat, step_rows=False, budget_anchors=False)
+    assert len(batch.rows) == len(trajectories)
+    for i, row in enumerate(batch.rows):
+        t = trajectories[i]
+        targets = [row.ids[p] for p in row.targets]
+        assert targets == [x for turn in t.turns for x in turn.token_ids]
+        text = tokenizer.decode(list(row.ids))
+        for turn in t.turns[:-1]:  # each observation is context before the next reply
+            assert turn.observation in text
+        # each step's reward sits on its reply's last token
+        ends = np.cumsum([len(turn.token_ids) for turn in t.turns]) - 1
+        assert torch.allclose(batch.reward_at[i, ends], torch.tensor(outcomes[i].step_rewards, dtype=torch.float32))
+        assert batch.reward_at[i].sum() == pytest.approx(outcomes[i].score, abs=1e-6)
+    scored = score_rows(model, batch.rows, precision="fp32", pad_id=chat.pad_id)
+    # only the counters of the first system prompt differ from what the sampler saw: log-probs stay close
+    gap = max(float((s - torch.tensor([x for turn in t.turns for x in turn.logprobs])).abs().max())
+              for s, t in zip(scored.logprobs, trajectories, strict=True))
+    assert gap < 0.5
+
+
+def _turn(valid: bool, strict: bool = True, reward: float = 0.0) -> TurnRecord:
+    return TurnRecord("r", "Left" if valid else None, valid, reward, "o", "s", strict)
+
+
+def test_rewards_follow_spec_6_6() -> None:
+    def traj(turns: list[TurnRecord], budget: int, success: bool) -> Trajectory:
+        return Trajectory("frozenlake", "p", "t", 0, budget, "announced", 0, 0, "o", turns, success,
+                          len(turns) if success else None)
+
+    cfg = RewardConfig(invalid_action_penalty=0.1, strict_format=True)
+    # success at turn 3 with one invalid step and one lenient (non-strict) step
+    out = score_trajectory(traj([_turn(False), _turn(True, strict=False), _turn(True, reward=1.0)], 5, True), cfg)
+    assert out.invalid == (True, True, False) and out.step_rewards == pytest.approx((-0.1, -0.1, 1.0))
+    assert out.outcome == 1.0 and out.score == pytest.approx(0.8) and not out.exhausted
+    # budget exhausted without success: outcome 0 (RT App. A.4)
+    out = score_trajectory(traj([_turn(True)] * 4, 4, False), cfg)
+    assert out.exhausted and out.outcome == 0.0 and out.score == 0.0
+    lenient = score_trajectory(traj([_turn(True, strict=False)], 4, False), RewardConfig(strict_format=False))
+    assert lenient.invalid == (False,)
+
+
+def test_prefix_sharing_equals_full_rows_in_values_and_gradients(nano_dir: Path) -> None:
+    model, _ = load_model(nano_dir, attn_implementation="eager")
+    gen = torch.Generator().manual_seed(0)
+    prefix = torch.randint(5, 400, (80,), generator=gen).tolist()
+    rows = []
+    for i in range(6):
+        rest = torch.randint(5, 400, (6 + 5 * i,), generator=gen).tolist()
+        ids = prefix + rest
+        rows.append(TokenRow(tuple(ids), tuple(range(len(ids) - 4, len(ids)))))
+    rows.append(TokenRow(tuple(prefix[:20] + [9] * 12), tuple(range(25, 32))))
+    assert any(c.prefix > 0 for c in _plan(rows, True, 4096))
+    grads = []
+    results = []
+    for share in (False, True):
+        model.zero_grad()
+        scored = score_rows(model, rows, share_prefix=share, entropy=True, precision="fp32")
+        torch.cat(scored.logprobs).sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+        results.append(scored)
+    for a, b in zip(results[0].logprobs, results[1].logprobs, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+    assert torch.allclose(grads[0], grads[1], atol=1e-4, rtol=1e-3)
+    # reference: one plain forward per row
+    for row, lp in zip(rows, results[0].logprobs, strict=True):
+        logits = model(input_ids=torch.tensor([row.ids])).logits[0].float()
+        ref = torch.log_softmax(logits, -1)[[t - 1 for t in row.targets], [row.ids[t] for t in row.targets]]
+        assert torch.allclose(lp.detach(), ref.detach(), atol=1e-5)
+    critic = Critic(model)
+    values = critic.values(rows, precision="fp32")
+    assert [v.shape[0] for v in values] == [len(r.targets) for r in rows] and all((v == 0).all() for v in values)
