@@ -94,9 +94,9 @@ def test_help_lists_the_commands() -> None:
     assert env  # the subprocess inherits a normal environment
 
 
-def test_demo_quick_writes_the_evaluation_the_analyses_and_the_report(tmp_path: Path) -> None:
+def test_scripted_demo_writes_the_evaluation_the_analyses_and_the_report(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    proc = run("demo", "--quick", "--out", str(out))
+    proc = run("demo", "--scripted", "--quick", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     for name in ("eval/summary.md", "eval/passkt.csv", "eval/passkt.png", "eval/trajectories.jsonl", "report.html"):
         assert (out / name).stat().st_size > 0, name

@@ -77,6 +77,11 @@ def test_history_window_keeps_the_first_observation_and_last_pairs() -> None:
     assert [m["content"] for m in msgs] == ["sys", "o0", "r2", "o2", "r3", "o3"]
     full = build_messages("sys", ["o0", "o1"], ["r1"])
     assert [m["role"] for m in full] == ["system", "user", "assistant", "user"]
+    # history 0: the current observation only (the first turn's current observation is the first one)
+    assert [m["content"] for m in build_messages("sys", ["o0", "o1", "o2"], ["r1", "r2"], history=0)] == ["sys", "o2"]
+    assert [m["content"] for m in build_messages("sys", ["o0"], [], history=0)] == ["sys", "o0"]
+    with pytest.raises(ValueError, match="history"):
+        PromptConfig(history=-1)
     with pytest.raises(ValueError):
         build_messages("sys", ["o0"], ["r1"])
 

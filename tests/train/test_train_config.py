@@ -105,3 +105,14 @@ def test_sft_config_defaults_and_yaml(tmp_path: Path) -> None:
     assert config.expert == "oracle" and config.steps == 5 and config.keep == "success" and config.relabel
     with pytest.raises(ConfigError, match="keep"):
         load_config(SFTConfig, None, {"keep": "some"})
+
+
+def test_shipped_example_configs_validate() -> None:
+    folder = Path(__file__).resolve().parents[2] / "configs"
+    files = sorted(folder.glob("*.yaml"))
+    assert files
+    for path in files:
+        if path.name.startswith("sft"):
+            load_config(SFTConfig, path)
+        else:
+            check_train_config(load_config(TrainConfig, path))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from arlkit.cli import UsageError
-from arlkit.train.budgetmix import audit_run, budget_candidates
 
 __all__ = ["register"]
 
@@ -30,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
+    from arlkit.train.budgetmix import budget_candidates  # torch: only when the command runs
+
     if args.tmax < 1:
         raise UsageError(f"--tmax must be >= 1, got {args.tmax}")
     print(" ".join(str(t) for t in budget_candidates(args.tmax)))
@@ -37,6 +38,8 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from arlkit.train.budgetmix import audit_run
+
     try:
         report = audit_run(args.run, alpha=args.alpha)
     except (FileNotFoundError, ValueError, KeyError) as exc:

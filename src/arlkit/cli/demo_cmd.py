@@ -1,13 +1,13 @@
 """``arlkit demo``: arlkit's main job on the embedded default.
 
-By default: a Pass@(K,T) evaluation of scripted policies of known quality (oracle, a noisy oracle,
-random) on held-out budget-sensitive FrozenLake maps at 25/50/75/100% of T_max, the step-level
-diagnostics of the noisy vs the exact oracle, and one HTML report. It needs no model and runs in
-about a minute.
+By default the seeds' central experiment (:mod:`arlkit.demo`): build the tiny model offline,
+behaviour cloning on budget-sensitive FrozenLake maps, GRPO at the full budget and GRPO-BudgetMix from
+the same checkpoint, and the evaluation of all three at 25/50/75/100% of T_max (<= 15 minutes on a
+2-core CPU; ``--quick`` about 3).
 
-``--train``: the training experiment (build the tiny model offline, behaviour cloning, GRPO at the
-full budget and GRPO-BudgetMix from the same checkpoint, evaluation of all three); still being
-tuned to reach its time bound and a learning signal on this CPU, see the trainer issue.
+``--scripted``: no model; a Pass@(K,T) evaluation of scripted policies of known quality (oracle, a noisy
+oracle, random) on the same maps, the step-level diagnostics of the noisy vs the exact oracle, and
+one HTML report (about a minute).
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("demo", help="run arlkit's main job on the embedded default", description=__doc__)
     p.add_argument("--out", default="runs/demo", help="output directory (default runs/demo)")
     p.add_argument("--quick", action="store_true", help="a smaller run for smoke tests")
-    p.add_argument("--train", action="store_true", help="run the training experiment (work in progress)")
+    p.add_argument("--scripted", action="store_true",
+                   help="evaluate scripted policies and run the diagnostics instead of training (no model)")
     p.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
-    if args.train:
+    if not args.scripted:
         from arlkit.demo import run_demo
 
         result = run_demo(Path(args.out), quick=args.quick)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from arlkit.config import parse_key_values
-from arlkit.train import SFTConfig, load_config, run_sft
 
 __all__ = ["register"]
 
@@ -25,6 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    from arlkit.train import SFTConfig, load_config, run_sft  # torch: only when the command runs
+
     config = load_config(SFTConfig, args.config, parse_key_values(args.overrides, option="override"))
     result = run_sft(config, args.out)
     print(f"behaviour cloning: {result.kept}/{result.demonstrations} demonstrations kept ({result.rows} steps, "

@@ -6,8 +6,6 @@ import argparse
 import json
 
 from arlkit.config import parse_key_values
-from arlkit.train import TrainConfig, load_config, train
-from arlkit.train.config import check_train_config
 
 __all__ = ["register"]
 
@@ -30,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    from arlkit.train import TrainConfig, load_config, train  # torch: only when the command runs
+    from arlkit.train.config import check_train_config
+
     config = load_config(TrainConfig, args.config, parse_key_values(args.overrides, option="override"))
     resolved = check_train_config(config)
     if args.check:

@@ -30,10 +30,11 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from arlkit.policies.protocol import Message, Reply, Request
 
-__all__ = ["CHATML_TEMPLATE", "TINY_SIZES", "TinySpec", "build_tokenizer", "corpus_texts", "init_tiny_model"]
+__all__ = ["CHATML_TEMPLATE", "TINY_SIZES", "TinySpec", "build_tokenizer", "corpus_texts", "init_tiny_model", "save_model_dir"]
 
 CHATML_TEMPLATE = (
     "{%- for message in messages -%}"
@@ -296,6 +297,12 @@ def init_tiny_model(size: str, out_dir: str | Path, seed: int = 0, *, overwrite:
         bos_token_id=ids[BOS_TOKEN], eos_token_id=ids[EOS_TOKEN], pad_token_id=ids[PAD_TOKEN]
     )
 
+    return save_model_dir(model, tokenizer, out)
+
+
+def save_model_dir(model: Any, tokenizer: Any, out: Path) -> Path:
+    """Write ``model`` and ``tokenizer`` as a directory ``from_pretrained`` loads, atomically: into a
+    temporary sibling directory, renamed over ``out`` once complete (a kill never leaves half a model)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

@@ -28,8 +28,9 @@ class PromptConfig:
 
     Attributes:
         budget_mode: ``announced`` states the turn budget and counters; ``hidden`` does not.
-        history: ``None`` shows the full chat; an integer h shows only the last h
-            (action, observation) pairs after the first observation (ARLArena uses h = 2).
+        history: ``None`` shows the full chat; an integer h >= 1 shows the first observation and
+            only the last h (action, observation) pairs (ARLArena uses h = 2); 0 shows only the
+            current observation (enough where it is the whole state, as in FrozenLake and Sokoban).
         counters: where announced mode puts the completed/remaining counters. ``system`` (RT
             Table 2): in the system prompt, rebuilt before every action. ``observation``: the system
             prompt states the total budget once and each observation ends with the counters as they
@@ -46,8 +47,8 @@ class PromptConfig:
             raise ValueError(f"budget_mode must be one of {', '.join(BUDGET_MODES)}, got {self.budget_mode!r}")
         if self.counters not in ("system", "observation"):
             raise ValueError(f"counters must be system or observation, got {self.counters!r}")
-        if self.history is not None and self.history < 1:
-            raise ValueError(f"history must be >= 1 (or None for the full chat), got {self.history}")
+        if self.history is not None and self.history < 0:
+            raise ValueError(f"history must be >= 0 (or None for the full chat), got {self.history}")
 
 
 def system_prompt(
@@ -114,11 +115,13 @@ def build_messages(
         system: the system prompt for this turn.
         observations: observations so far, the first one included (``len(replies) + 1`` items).
         replies: the model's earlier replies, one per completed turn.
-        history: ``None`` for the full chat, else keep the first observation and only the last
-            ``history`` (reply, observation) pairs.
+        history: ``None`` for the full chat; h >= 1 keeps the first observation and only the last
+            h (reply, observation) pairs; 0 keeps only the current observation.
     """
     if len(observations) != len(replies) + 1:
         raise ValueError("need exactly one more observation than replies")
+    if history == 0:
+        return [{"role": "system", "content": system}, {"role": "user", "content": observations[-1]}]
     messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": observations[0]}]
     start = 0 if history is None else max(0, len(replies) - history)
     for i in range(start, len(replies)):

@@ -44,17 +44,31 @@ __all__ = [
     "build_batch",
     "pad_rows",
     "score_trajectory",
+    "trajectory_row",
 ]
 
 _COUNTERS = re.compile(r"Turn budget: (\d+) turns in total, (\d+) completed, (\d+) remaining\.")
+_TOTAL = re.compile(r"Turn budget: (\d+) turns in total;")
+_NOTE = re.compile(r"\[Turns: (\d+) completed, (\d+) remaining of (\d+)\]\s*$")
 
 
 def announced_counters(messages: Sequence[Message]) -> tuple[int, int, int] | None:
-    """``(total, completed, remaining)`` stated by the system prompt, or None when it states none."""
+    """``(total, completed, remaining)`` the prompt announces before the next action, or None when it
+    announces none: from the system prompt (``counters: system``), or from the total in the system prompt
+    and the counter note ending the last observation (``counters: observation``), which must agree."""
     if not messages:
         return None
-    match = _COUNTERS.search(str(messages[0].get("content", "")))
-    return None if match is None else (int(match[1]), int(match[2]), int(match[3]))
+    system = str(messages[0].get("content", ""))
+    match = _COUNTERS.search(system)
+    if match is not None:
+        return int(match[1]), int(match[2]), int(match[3])
+    total = _TOTAL.search(system)
+    note = _NOTE.search(str(messages[-1].get("content", "")))
+    if total is None or note is None:
+        return None
+    if int(note[3]) != int(total[1]):
+        return -1, int(note[1]), int(note[2])  # contradictory: the audit reports it
+    return int(total[1]), int(note[1]), int(note[2])
 
 
 class RecordingPolicy:
@@ -184,22 +198,33 @@ class RowBatch:
         )  # fmt: skip
 
 
-def _trajectory_row(
-    chat: ChatTokens, first: Sequence[Message], later: Sequence[Sequence[Message]], trajectory: Trajectory
+def trajectory_row(
+    chat: ChatTokens,
+    first: Sequence[Message],
+    later: Sequence[Sequence[Message]],
+    trajectory: Trajectory,
+    *,
+    replies: Sequence[Sequence[int]] | None = None,
+    targets_of: Sequence[bool] | None = None,
 ) -> tuple[TokenRow, list[int]]:
     """The trajectory row: the first prompt, then reply_t and the chat-template text between reply_t
-    and reply_{t+1} (the next observation). ``later[t]`` is the prompt of turn t+1."""
+    and reply_{t+1} (the next observation). ``later[t]`` is the prompt of turn t+1.
+
+    ``replies``: token ids of each reply (default: the generated ``token_ids``); ``targets_of``: which
+    turns' replies are targets (default: all). Returns the row and the number of target tokens per
+    target turn."""
     system = first[0]
     prompt_text = chat.render(first)
     ids = chat.ids(prompt_text)
     targets: list[int] = []
     sizes: list[int] = []
     for t, turn in enumerate(trajectory.turns):
-        reply_ids = list(turn.token_ids or [])
+        reply_ids = list(replies[t]) if replies is not None else list(turn.token_ids or [])
         if not reply_ids:
             raise ValueError("trajectory rows need the generated token ids of every reply (an LLM policy)")
-        targets.extend(range(len(ids), len(ids) + len(reply_ids)))
-        sizes.append(len(reply_ids))
+        if targets_of is None or targets_of[t]:
+            targets.extend(range(len(ids), len(ids) + len(reply_ids)))
+            sizes.append(len(reply_ids))
         ids.extend(reply_ids)
         if t + 1 < len(trajectory.turns):
             messages = [system, *list(later[t])[1:]]
@@ -255,7 +280,7 @@ def build_batch(
         else:
             first = table[(trajectory.policy_seed, 0)]
             later = [table[(trajectory.policy_seed, t)] for t in range(1, len(trajectory.turns))]
-            row, turn_sizes = _trajectory_row(chat, first, later, trajectory)
+            row, turn_sizes = trajectory_row(chat, first, later, trajectory)
             rows.append(row)
             traj_of.append(k)
             group.append(label)

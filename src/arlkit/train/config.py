@@ -161,8 +161,13 @@ class TrainConfig:
     budget_mode: Literal["announced", "hidden"] = "announced"
     """Whether prompts state the budget and turn counters (BudgetMix needs ``announced``)."""
     history: int | None = None
-    """Chat history shown to the model: None = full chat; h = the last h (action, observation) pairs
+    """Chat history shown to the model: None = full chat; h >= 1 = the first observation and the last h
+    (action, observation) pairs; 0 = the current observation only
     (ARLArena: 2). Trajectory rows need the full chat."""
+    counters: Literal["system", "observation"] = "system"
+    """Where announced prompts put the completed/remaining counters: ``system`` (RT Table 2, rebuilt every
+    turn) or ``observation`` (appended to each observation; earlier messages never change, so rollouts reuse
+    their KV caches and trajectory rows are exactly the sampled sequences)."""
     steps: int = 100
     """RL steps (rollout batch + updates)."""
     tasks_per_step: int = 8
@@ -184,10 +189,12 @@ class TrainConfig:
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     """R_multi / R_single validation."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    """Training forward precision: bf16 autocast where supported (``auto``), or fp32."""
-    attn_implementation: str = "eager"
-    """Attention kernel (``eager`` or ``sdpa``); fixed, not probed, so runs are reproducible. Eager was
-    faster for the tiny models' short rows on CPU (SDPA's CPU backward dominated)."""
+    """Training forward precision: ``auto`` = bf16 autocast on CUDA, fp32 on CPU (measured faster there);
+    or fp32 / bf16."""
+    attn_implementation: str = "sdpa"
+    """Attention kernel (``sdpa`` or ``eager``) for rollouts and training; fixed, not probed, so runs are
+    reproducible. On the 2-core CPU in fp32, SDPA was faster for both (rollouts ~2x, a BC step 0.75 s vs
+    0.97 s); under bf16 autocast SDPA's CPU backward is slow, prefer eager there."""
     share_prefix: bool = True
     """Encode prompt prefixes shared by several rows once in training forwards (exact)."""
     max_tokens: int = 16384
@@ -219,8 +226,9 @@ class TrainConfig:
             raise ValueError(f"budget: must be full, budgetmix or a whole number of turns, got {self.budget!r}")
         if self.budget == "budgetmix" and self.budget_mode != "announced":
             raise ValueError("budget_mode: BudgetMix announces the sampled budget in the prompt; use announced")
-        if self.history is not None and self.history < 1:
-            raise ValueError(f"history: must be >= 1 or null (full chat), got {self.history}")
+        if self.history is not None and self.history < 0:
+            raise ValueError(f"history: must be >= 0 (0: the current observation only) or null (full chat), "
+                             f"got {self.history}")
         if self.sampling.temperature <= 0:
             raise ValueError("sampling.temperature: training samples; it must be > 0")
         if self.sampling.top_p != 1.0 or self.sampling.top_k != 0:
@@ -261,6 +269,12 @@ class SFTConfig:
     """Prompt budget mode (use the one the agent will be trained and evaluated with)."""
     history: int | None = None
     """History window of the prompts (as for training)."""
+    counters: Literal["system", "observation"] = "system"
+    """Counter position of announced prompts (as for training)."""
+    rows: Literal["step", "trajectory"] = "step"
+    """``step``: one row per step with the target reply (relabelled or the expert's). ``trajectory``: one
+    row per trajectory holding the executed replies, of which those whose action was oracle-optimal
+    (with ``relabel``; every reply otherwise) are targets: cheaper, needs the full chat (history null)."""
     steps: int = 200
     """Optimizer steps."""
     batch_rows: int = 64
@@ -274,9 +288,9 @@ class SFTConfig:
     grad_clip: float = 1.0
     """Gradient-norm clip (0 = off)."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    """Forward precision (bf16 autocast where supported)."""
-    attn_implementation: str = "eager"
-    """Attention kernel (``eager`` or ``sdpa``)."""
+    """Forward precision (``auto``: bf16 autocast on CUDA, fp32 on CPU)."""
+    attn_implementation: str = "sdpa"
+    """Attention kernel (``sdpa`` or ``eager``)."""
     max_tokens: int = 16384
     """Padded tokens per forward chunk."""
     seed: int = 0
@@ -290,6 +304,8 @@ class SFTConfig:
             raise ValueError(f"lr: must be >= 0, got {self.lr}")
         if self.budget not in ("full", "budgetmix") and not str(self.budget).isdigit():
             raise ValueError(f"budget: must be full, budgetmix or a whole number of turns, got {self.budget!r}")
+        if self.rows == "trajectory" and self.history is not None:
+            raise ValueError("history: trajectory rows hold the whole chat; set history: null or rows: step")
 
 
 # -- (de)serialisation -------------------------------------------------------------------------------

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -80,25 +78,7 @@ def base_causal_lm(model: nn.Module) -> nn.Module:
 def save_model_dir(model: nn.Module, tokenizer: Any, out: Path) -> Path:
     """Write a loadable model directory atomically (temporary directory + rename). LoRA adapters are
     merged into a copy first, so the result loads like any model."""
-    from transformers.utils import logging as hf_logging
+    from arlkit.policies.tiny import save_model_dir as save_atomically
 
-    to_save = model
-    if hasattr(model, "merge_and_unload"):
-        to_save = copy.deepcopy(model).merge_and_unload()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        to_save.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
-    return out
+    to_save = copy.deepcopy(model).merge_and_unload() if hasattr(model, "merge_and_unload") else model
+    return save_atomically(to_save, tokenizer, out)

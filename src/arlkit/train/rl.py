@@ -118,7 +118,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
         return make(config.env, **config.env_args)
 
     train_tasks = make_env().tasks("train", config.train_tasks)
-    prompt = PromptConfig(config.budget_mode, config.history)
+    prompt = PromptConfig(config.budget_mode, config.history, config.counters)
     t_max = resolved.t_max
 
     # -- models: policy, reference, critic, optimizers -------------------------------------------------
@@ -177,8 +177,9 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
             critic_opt.load_state_dict(state["critic_optimizer"])
         set_rng_state(state["rng"])
         start = int(state["step"])
-    log = MetricsLog(out, resume_step=start if resuming else None, tensorboard=config.tensorboard)
-    rollout_log = _RolloutLog(out / "rollouts.jsonl", keep_until=start if resuming else None)
+    # Without a checkpoint everything is redone from step 0, so nothing of an earlier attempt is kept.
+    log = MetricsLog(out, resume_step=start if checkpoint is not None else None, tensorboard=config.tensorboard)
+    rollout_log = _RolloutLog(out / "rollouts.jsonl", keep_until=start if checkpoint is not None else None)
 
     def validate(step: int) -> dict[str, float]:
         policy.clear_cache()

@@ -31,7 +31,7 @@ from arlkit.policies import Reply, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon
 from arlkit.rollout import PromptConfig, derive_seed, make_jobs, run_rollouts
 from arlkit.rollout.records import Trajectory
-from arlkit.train.batch import ChatTokens
+from arlkit.train.batch import ChatTokens, trajectory_row
 from arlkit.train.budgetmix import sample_group_budgets
 from arlkit.train.checkpoint import atomic_write_text
 from arlkit.train.config import SFTConfig, config_to_plain, resolve_budgets
@@ -51,6 +51,7 @@ class _Labeler:
         self.name = getattr(inner, "name", "expert")
         self.prompts: dict[tuple[int, int], Sequence[Any]] = {}
         self.labels: dict[tuple[int, int], str] = {}
+        self.optimal: dict[tuple[int, int], set[str]] = {}
 
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
         for request in requests:
@@ -61,6 +62,7 @@ class _Labeler:
                 if not isinstance(env, Oracle):
                     raise ConfigError(f"relabel: the environment {getattr(env, 'name', '?')!r} has no oracle; set relabel: false")
                 best = list(env.optimal_actions(oracle_horizon(request)))
+                self.optimal[key] = {a.lower() for a in best}
                 rng = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 7])
                 self.labels[key] = format_reply(self.think, best[int(rng.integers(len(best)))])
         return list(self.inner.generate(requests))
@@ -75,12 +77,14 @@ class Demonstrations:
         kept: indices of the kept trajectories.
         prompts: the messages of each request, keyed by ``(policy seed, turn)``.
         targets: the target reply of each step, keyed likewise.
+        optimal: the oracle's optimal actions (lower case) at each step (``relabel`` only).
     """
 
     trajectories: list[Trajectory]
     kept: list[int]
     prompts: dict[tuple[int, int], Sequence[Any]]
     targets: dict[tuple[int, int], str]
+    optimal: dict[tuple[int, int], set[str]]
 
 
 def collect_demonstrations(config: SFTConfig) -> Demonstrations:
@@ -98,19 +102,39 @@ def collect_demonstrations(config: SFTConfig) -> Demonstrations:
     expert = make_policy(config.expert)
     labeler = _Labeler(expert, config.relabel, config.think)
     trajectories = run_rollouts(
-        lambda: make(config.env, **config.env_args), jobs, labeler, PromptConfig(config.budget_mode, config.history)
+        lambda: make(config.env, **config.env_args), jobs, labeler, PromptConfig(config.budget_mode, config.history, config.counters)
     )
     kept = [i for i, t in enumerate(trajectories) if t.turns and (config.keep == "all" or t.success)]
     targets = labeler.labels if config.relabel else {
         (t.policy_seed, k): turn.reply for t in trajectories for k, turn in enumerate(t.turns)
     }
-    return Demonstrations(trajectories, kept, labeler.prompts, targets)
+    return Demonstrations(trajectories, kept, labeler.prompts, targets, labeler.optimal)
 
 
-def sft_rows(demos: Demonstrations, chat: ChatTokens) -> tuple[list[TokenRow], list[str]]:
-    """One row per kept step: the exact prompt, then the target reply's tokens (the only targets);
-    and each row's system prompt (rows with the same one share a prefix in the forward pass)."""
+def sft_rows(demos: Demonstrations, chat: ChatTokens, layout: str = "step") -> tuple[list[TokenRow], list[str]]:
+    """Training rows and each row's system prompt (rows with the same one share a prefix in the forward
+    pass). ``step``: one row per kept step, the exact prompt then the target reply (the only targets).
+    ``trajectory``: one row per kept trajectory with the executed replies; the targets are the replies
+    whose action was oracle-optimal (every reply when the demonstrations were not relabelled)."""
     rows, systems = [], []
+    if layout == "trajectory":
+        for i in demos.kept:
+            trajectory = demos.trajectories[i]
+            seed = trajectory.policy_seed
+            n = len(trajectory.turns)
+            if demos.optimal:
+                wanted = [(turn.action or "").strip().lower() in demos.optimal.get((seed, k), set())
+                          for k, turn in enumerate(trajectory.turns)]
+            else:
+                wanted = [True] * n
+            if not any(wanted):
+                continue
+            row, _ = trajectory_row(chat, demos.prompts[(seed, 0)], [demos.prompts[(seed, k)] for k in range(1, n)],
+                                    trajectory, replies=[chat.ids(t.reply) for t in trajectory.turns],
+                                    targets_of=wanted)
+            rows.append(row)
+            systems.append(str(demos.prompts[(seed, 0)][0].get("content", "")))
+        return rows, systems
     for i in demos.kept:
         trajectory = demos.trajectories[i]
         for turn in range(len(trajectory.turns)):
@@ -173,7 +197,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     precision = resolve_precision(config.precision, next(model.parameters()).device)
 
     demos = collect_demonstrations(config)
-    rows, systems = sft_rows(demos, chat)
+    rows, systems = sft_rows(demos, chat, config.rows)
     if not rows:
         raise ConfigError("keep: no demonstration was kept (no successful trajectory?); use keep: all or more tasks")
 

@@ -1,0 +1,44 @@
+"""``arlkit demo --quick``: the training experiment end to end, writing every file it promises."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from arlkit.train import audit_run, read_metrics
+
+
+@pytest.mark.slow
+def test_demo_quick_writes_every_file(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--out", str(out)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "everything is in" in done.stdout and "BudgetMix - Full" in done.stdout
+    for name in ("summary.md", "table.csv", "passkt.png", "training_dynamics.png", "timing.json", "report.html"):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    assert (out / "bc" / "model" / "model.safetensors").is_file()
+    for run in ("grpo-full", "grpo-budgetmix"):
+        folder = out / run
+        for name in ("config.yaml", "run.json", "metrics.jsonl", "rollouts.jsonl", "dynamics_pool.json"):
+            assert (folder / name).is_file(), (run, name)
+        assert list((folder / "checkpoints").glob("step_*.pt")) and (folder / "final" / "config.json").is_file()
+        assert list((folder / "tb").glob("events.out.tfevents.*"))
+        assert any("val/r_single" in m for m in read_metrics(folder / "metrics.jsonl"))
+    assert audit_run(out / "grpo-budgetmix").passed
+    assert audit_run(out / "grpo-full").passed
+    with open(out / "table.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    methods = {r["method"] for r in rows}
+    assert {"Base", "Full", "BudgetMix", "BudgetMix - Full"} <= methods
+    assert {r["budget"] for r in rows} == {"25%", "50%", "75%", "100%"} and {r["k"] for r in rows} >= {"1", "8"}
+    for r in rows:
+        assert float(r["ci_low"]) <= float(r["pass"]) <= float(r["ci_high"])
+    summary = (out / "summary.md").read_text()
+    assert "Pass@1" in summary and "Pass@8" in summary and "budget headroom" in summary
