@@ -99,10 +99,11 @@ def run_trl(args: argparse.Namespace, model: Path, work: Path) -> dict[str, floa
     dataset = Dataset.from_list(rows)
 
     def rollout_func(prompts: list[str], trainer: Any) -> dict[str, list[Any]]:
-        # TRL passes each prompt once; the function returns num_generations episodes per prompt.
+        # TRL's sampler already repeats each task num_generations times in the batch it passes (one group),
+        # so the function plays one episode per prompt it receives.
         model_ = trainer.model
         episodes = []
-        for k, prompt in enumerate(p for p in prompts for _ in range(trainer.num_generations)):
+        for k, prompt in enumerate(prompts):
             env = make("frozenlake", **ENV)
             obs = env.reset(first_prompt[prompt], 1000 + k)
             episodes.append({"env": env, "obs": [obs], "replies": [], "ids": [], "mask": [], "logp": [],

@@ -20,23 +20,26 @@ log-probabilities. :meth:`HFPolicy.score` computes the same quantities by teache
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import os
 import time
-from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from arlkit.policies.kv_cache import CachedBatch, CacheEntry, common_prefix_length, buffer_layer_class, require_cache_layers, PrefillRow, CacheStore
 from arlkit.policies.protocol import Message, PolicyError, Reply, Request
 from arlkit.policies.registry import SamplingConfig, register_policy
 
-__all__ = ["DEFAULT_STOP", "HFPolicy", "continuation_logprobs", "load_hf_model", "process_logits", "sampling_seed"]
+__all__ = [
+    "DEFAULT_STOP", "HFPolicy", "continuation_logprobs", "load_hf_model", "process_logits", "quiet_progress",
+    "sampling_seed",
+]
 
 DEFAULT_STOP = ("</action>",)
 """Generation stops once the reply contains one of these strings (the closing action tag)."""
@@ -101,6 +104,20 @@ def _is_causal_lm(config: Any) -> bool:
     return config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or "AutoModelForCausalLM" in auto_map
 
 
+@contextlib.contextmanager
+def quiet_progress() -> Iterator[None]:
+    """Silence transformers' progress bars (one line of noise per save) for the block."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load_hf_model(
     path: str | Path, *, device: str | None = None, dtype: torch.dtype | None = None
 ) -> tuple[Any, Any]:
@@ -111,7 +128,7 @@ def load_hf_model(
     """
     for name in _OFFLINE:
         os.environ.setdefault(name, "1")
-    _require_cache_layers()
+    require_cache_layers()
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     where = Path(path).expanduser()
@@ -135,167 +152,11 @@ def load_hf_model(
     if dtype is None:
         dtype = torch.float32 if device == "cpu" else torch.bfloat16
     try:
-        model = AutoModelForCausalLM.from_pretrained(where, local_files_only=True, dtype=dtype)
+        with quiet_progress():
+            model = AutoModelForCausalLM.from_pretrained(where, local_files_only=True, dtype=dtype)
     except Exception as exc:  # noqa: BLE001
         raise PolicyError(f"cannot load the model in {str(path)!r}: {exc}") from None
     return model.to(device).eval(), tokenizer
-
-
-# -- the KV store ------------------------------------------------------------------------------
-
-
-@dataclass
-class _Entry:
-    """Keys/values of ``tokens``: one ``(key, value)`` pair per layer, each (heads, len, head_dim)."""
-
-    tokens: np.ndarray
-    kv: list[tuple[torch.Tensor, torch.Tensor]]
-
-    @property
-    def nbytes(self) -> int:
-        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.kv)
-
-
-def _lcp(a: np.ndarray, b: np.ndarray) -> int:
-    n = min(len(a), len(b))
-    diff = np.flatnonzero(a[:n] != b[:n])
-    return int(diff[0]) if len(diff) else n
-
-
-class _Store:
-    """Per-trajectory entries (LRU, keyed by the trajectory seed) and shared prefixes."""
-
-    def __init__(self, max_bytes: int, max_shared: int = 16) -> None:
-        self.max_bytes = max_bytes
-        self.max_shared = max_shared
-        self.rows: OrderedDict[int, _Entry] = OrderedDict()
-        self.shared: list[_Entry] = []
-
-    def clear(self) -> None:
-        self.rows.clear()
-        self.shared.clear()
-
-    def best_shared(self, tokens: np.ndarray) -> tuple[_Entry | None, int]:
-        best, length = None, 0
-        for entry in self.shared:
-            n = _lcp(entry.tokens, tokens)
-            if n > length:
-                best, length = entry, n
-        return best, length
-
-    def add_shared(self, entry: _Entry) -> None:
-        self.shared.append(entry)
-        del self.shared[: -self.max_shared]
-
-    def put(self, key: int, entry: _Entry) -> None:
-        self.rows[key] = entry
-        self.rows.move_to_end(key)
-
-    def evict(self) -> None:
-        total = sum(e.nbytes for e in self.rows.values()) + sum(e.nbytes for e in self.shared)
-        while total > self.max_bytes and self.rows:
-            _, entry = self.rows.popitem(last=False)
-            total -= entry.nbytes
-        while total > self.max_bytes and self.shared:
-            total -= self.shared.pop(0).nbytes
-
-
-# -- batched forward with a preallocated cache -------------------------------------------------
-
-
-def _make_buffer_layer_class() -> type:
-    from transformers.cache_utils import DynamicLayer
-
-    class _BufferLayer(DynamicLayer):  # type: ignore[misc, valid-type]
-        """A cache layer over preallocated (B, heads, capacity, head_dim) buffers: appending writes in
-        place instead of concatenating, and each row's reused prefix is copied in right-aligned."""
-
-        def __init__(self, prefixes: list[tuple[torch.Tensor, torch.Tensor] | None], start: int, capacity: int) -> None:
-            super().__init__()
-            self.prefixes, self.n, self.capacity = prefixes, start, capacity
-            self.is_initialized = True
-            self.kb: torch.Tensor | None = None
-            self.vb: torch.Tensor | None = None
-
-        def _allocate(self, k: torch.Tensor, v: torch.Tensor) -> None:
-            b, h = k.shape[:2]
-            # Columns past the current length are never read, so only the reused block (padding
-            # included) needs defined values.
-            self.kb = k.new_empty(b, h, self.capacity, k.shape[-1])
-            self.vb = v.new_empty(b, h, self.capacity, v.shape[-1])
-            self.kb[:, :, : self.n] = 0
-            self.vb[:, :, : self.n] = 0
-            for row, prefix in enumerate(self.prefixes):
-                if prefix is not None:
-                    n = prefix[0].shape[1]
-                    self.kb[row, :, self.n - n : self.n] = prefix[0]
-                    self.vb[row, :, self.n - n : self.n] = prefix[1]
-            self.prefixes = []
-
-        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-            if self.kb is None:
-                self._allocate(key_states, value_states)
-            q = key_states.shape[-2]
-            self.kb[:, :, self.n : self.n + q] = key_states
-            self.vb[:, :, self.n : self.n + q] = value_states
-            self.n += q
-            self.keys, self.values = self.kb[:, :, : self.n], self.vb[:, :, : self.n]
-            return self.keys, self.values
-
-        def get_seq_length(self) -> int:
-            return self.n
-
-        def select(self, index: torch.Tensor) -> None:
-            if self.kb is not None:
-                self.kb, self.vb = self.kb[index], self.vb[index]
-                self.keys, self.values = self.kb[:, :, : self.n], self.vb[:, :, : self.n]
-
-    return _BufferLayer
-
-
-@dataclass
-class _Row:
-    """One sequence to prefill: ``tokens``, of which the first ``reuse`` come from ``source``."""
-
-    tokens: np.ndarray
-    source: _Entry | None = None
-    reuse: int = 0
-
-
-class _Batch:
-    """Left-padded rows sharing one cache: column layout per row is
-    ``[pad][reused prefix][pad][new tokens][generated...]``, with a 0/1 mask over columns.
-
-    ``layers`` are the preallocated buffer layers, or empty when the model keeps its own cache
-    (models whose cache is not plain attention layers: no reuse, no scrubbing)."""
-
-    def __init__(self, layers: list[Any], cache: Any, mask: torch.Tensor, next_pos: torch.Tensor, width: int) -> None:
-        self.layers, self.cache, self.mask, self.next_pos, self.width = layers, cache, mask, next_pos, width
-
-    def row_entry(self, row: int, tokens: np.ndarray) -> _Entry:
-        """A copy of the cached keys/values of ``row`` (its unmasked columns) for ``tokens``."""
-        cols = torch.nonzero(self.mask[row, : self.width]).squeeze(1)
-        if len(cols) != len(tokens):
-            raise AssertionError(f"cache holds {len(cols)} columns for {len(tokens)} tokens")
-        kv = [(layer.kb[row][:, cols].clone(), layer.vb[row][:, cols].clone()) for layer in self.layers]
-        return _Entry(tokens, kv)
-
-    def select(self, index: torch.Tensor) -> None:
-        if self.layers:
-            for layer in self.layers:
-                layer.select(index)
-        else:
-            self.cache.batch_select_indices(index)
-        self.mask, self.next_pos = self.mask[index], self.next_pos[index]
-
-
-def _require_cache_layers() -> None:
-    import transformers
-
-    if int(transformers.__version__.split(".")[0]) < 5:
-        raise PolicyError(
-            f"the hf backend needs transformers >= 5 (per-layer KV cache objects); found {transformers.__version__}"
-        )
 
 
 # -- the policy --------------------------------------------------------------------------------
@@ -336,7 +197,7 @@ class HFPolicy:
             raise PolicyError("the tokenizer has no chat template; arlkit renders every prompt with it")
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
-        _require_cache_layers()
+        require_cache_layers()
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.sampling = sampling or SamplingConfig()
         self.stop = tuple(stop)
@@ -345,7 +206,7 @@ class HFPolicy:
         self.eos_ids = self._eos_ids()
         self.pad_id = self._pad_id()
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
-        self._store = _Store(kv_cache_bytes)
+        self._store = CacheStore(kv_cache_bytes)
         self._weights_version: tuple[int, ...] = ()
         self._pieces: dict[int, str] = {}
         # A wrapper (e.g. a peft model) forwards keyword arguments: read the wrapped model's signature.
@@ -353,7 +214,7 @@ class HFPolicy:
         params = inspect.signature(base.forward).parameters
         self._cache_kw = "cache" if "cache" in params else "past_key_values"
         self._keep_kw = "logits_to_keep" if "logits_to_keep" in params else None
-        self._layer_cls = _make_buffer_layer_class()
+        self._layer_cls = buffer_layer_class()
         self._buffered = self._plain_layers()
         self.reuse_kv = reuse_kv and self._buffered
         with torch.inference_mode():
@@ -443,14 +304,14 @@ class HFPolicy:
             return torch.randn(*shape, generator=gen).to(self.device, dtype)
 
         context = 384
-        fake = _Entry(
+        fake = CacheEntry(
             np.zeros(context, dtype=np.int64),
             [(randn(kv_heads, context, head_dim), randn(kv_heads, context, head_dim)) for _ in range(config.num_hidden_layers)],
         )
         tokens = torch.randint(0, vocab, (context + 1,), generator=gen).numpy()
         start = time.perf_counter()
-        self._prefill([_Row(tokens[:96]) for _ in range(4)], extra=0)
-        batch, logits = self._prefill([_Row(tokens, fake, context) for _ in range(16)], extra=8)
+        self._prefill([PrefillRow(tokens[:96]) for _ in range(4)], extra=0)
+        batch, logits = self._prefill([PrefillRow(tokens, fake, context) for _ in range(16)], extra=8)
         for _ in range(8):
             logits = self._step(batch, logits.argmax(-1), torch.ones(16, dtype=torch.bool))
         return time.perf_counter() - start
@@ -477,7 +338,7 @@ class HFPolicy:
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, **kwargs)
         return out.logits[:, -keep:].float()
 
-    def _prefill(self, rows: Sequence[_Row], extra: int) -> tuple[_Batch, torch.Tensor]:
+    def _prefill(self, rows: Sequence[PrefillRow], extra: int) -> tuple[CachedBatch, torch.Tensor]:
         """Encode every row's new tokens (after its reused prefix) into one cache with room for
         ``extra`` more columns; returns the batch and the logits at each row's last token."""
         from transformers.cache_utils import DynamicCache
@@ -517,13 +378,13 @@ class HFPolicy:
         for start in range(0, width, chunk):
             stop = min(width, start + chunk)
             logits = self._forward(ids[:, start:stop], mask[:, : cached + stop], pos[:, start:stop], cache, 1)
-        batch = _Batch(layers, cache, mask, torch.as_tensor([len(r.tokens) for r in rows], device=dev), cached + width)
+        batch = CachedBatch(layers, cache, mask, torch.as_tensor([len(r.tokens) for r in rows], device=dev), cached + width)
         if layers:
             self._scrub(batch, cached, width, new)
         assert logits is not None
         return batch, logits[:, -1]
 
-    def _scrub(self, batch: _Batch, cached: int, width: int, new: Sequence[int]) -> None:
+    def _scrub(self, batch: CachedBatch, cached: int, width: int, new: Sequence[int]) -> None:
         # The padding before each row's new tokens holds keys/values of pad tokens; zero it so that
         # nothing non-finite can ever leak through a masked column (0 * nan would be nan).
         for row, n in enumerate(new):
@@ -532,7 +393,7 @@ class HFPolicy:
                     layer.kb[row, :, cached : cached + width - n] = 0
                     layer.vb[row, :, cached : cached + width - n] = 0
 
-    def _step(self, batch: _Batch, tokens: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+    def _step(self, batch: CachedBatch, tokens: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
         """Feed one token per row (rows not ``live`` feed padding, masked out); next logits."""
         col = batch.width
         batch.mask[:, col] = live.long()
@@ -605,14 +466,14 @@ class HFPolicy:
             self._store.clear()
             self._weights_version = version
 
-    def _plan_rows(self, prompts: list[np.ndarray], keys: list[int]) -> list[_Row]:
+    def _plan_rows(self, prompts: list[np.ndarray], keys: list[int]) -> list[PrefillRow]:
         """Pick each row's reuse source: its own cached trajectory, or a prefix shared with other
         rows of the batch (computed once here when worthwhile)."""
         rows = []
         for tokens, key in zip(prompts, keys, strict=True):
             own = self._store.rows.get(key) if self.reuse_kv else None
-            n = min(_lcp(own.tokens, tokens), len(tokens) - 1) if own is not None else 0
-            rows.append(_Row(tokens, own if n > 0 else None, n))
+            n = min(common_prefix_length(own.tokens, tokens), len(tokens) - 1) if own is not None else 0
+            rows.append(PrefillRow(tokens, own if n > 0 else None, n))
         if not self.reuse_kv:
             return rows
         self._share_prefixes(rows)
@@ -623,12 +484,12 @@ class HFPolicy:
                 row.source, row.reuse = entry, n
         return rows
 
-    def _share_prefixes(self, rows: list[_Row]) -> None:
+    def _share_prefixes(self, rows: list[PrefillRow]) -> None:
         order = sorted(range(len(rows)), key=lambda i: tuple(rows[i].tokens))
         groups: list[list[int]] = []
         lengths: list[int] = []
         for a, b in zip(order, order[1:]):
-            n = min(_lcp(rows[a].tokens, rows[b].tokens), len(rows[a].tokens) - 1, len(rows[b].tokens) - 1)
+            n = min(common_prefix_length(rows[a].tokens, rows[b].tokens), len(rows[a].tokens) - 1, len(rows[b].tokens) - 1)
             if n >= _MIN_SHARED_PREFIX and groups and groups[-1][-1] == a:
                 groups[-1].append(b)
                 lengths[-1] = min(lengths[-1], n)
@@ -641,7 +502,7 @@ class HFPolicy:
             gain = sum(1 for m in members if rows[m].reuse < n - _MIN_SHARED_PREFIX)
             entry, have = self._store.best_shared(prefix)
             if gain >= 2 and have < n:
-                todo.append(_Row(prefix, entry if have > 0 else None, min(have, n - 1)))
+                todo.append(PrefillRow(prefix, entry if have > 0 else None, min(have, n - 1)))
         if todo:
             batch, _ = self._prefill(todo, extra=0)
             for i, row in enumerate(todo):

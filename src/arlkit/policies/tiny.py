@@ -22,7 +22,6 @@ on ``(size, seed)`` and arlkit's code, so the same command writes byte-identical
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arlkit.policies.hf import quiet_progress
 from arlkit.policies.protocol import Message, Reply, Request
 
 __all__ = ["CHATML_TEMPLATE", "TINY_SIZES", "TinySpec", "build_tokenizer", "corpus_texts", "init_tiny_model", "save_model_dir"]
@@ -241,20 +241,6 @@ def _qwen2_config(spec: TinySpec, vocab_size: int, pad_id: int, bos_id: int, eos
     )
 
 
-@contextlib.contextmanager
-def _quiet_progress() -> Iterator[None]:
-    """Silence transformers' progress bars (one line of noise per save) for the block."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
-
-
 def init_tiny_model(size: str, out_dir: str | Path, seed: int = 0, *, overwrite: bool = False) -> Path:
     """Build the tiny model ``size`` (``nano`` or ``micro``) into ``out_dir`` and return its path.
 
@@ -306,7 +292,7 @@ def save_model_dir(model: Any, tokenizer: Any, out: Path) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        with _quiet_progress():
+        with quiet_progress():
             model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         if out.exists():
