@@ -8,7 +8,7 @@
    announced budgets: Pass@k with 95% bootstrap CIs over tasks, and the paired BudgetMix - Full
    difference with its CI (RT Table 1's comparison).
 5. Write ``summary.md``, ``table.csv``, ``passkt.png`` (Pass@T and Pass@K), ``training_dynamics.png``
-   (R_multi, R_single and training reward over steps) and one folder per stage.
+   (R_multi, R_single and training reward over steps), ``report.html`` and one folder per stage.
 
 Everything runs with one torch thread per process (tiny models gain little from a second thread, and
 OpenMP threads degrade badly when the cores are shared); the two RL runs and the evaluation jobs use
@@ -149,6 +149,23 @@ def _eval_job(jobs: list[dict[str, Any]]) -> None:
         run_eval(config, job["out"])
 
 
+def _claim(out: Path, plan: DemoPlan) -> None:
+    """Record the plan in ``out/demo.json``; a directory holding a demo with another plan (say ``--quick``
+    then the full demo) is refused rather than mixed."""
+    from dataclasses import asdict
+
+    from arlkit.config import ConfigError
+
+    record = out / "demo.json"
+    wanted = json.loads(json.dumps(asdict(plan)))
+    if record.is_file():
+        if json.loads(record.read_text(encoding="utf-8")) != wanted:
+            raise ConfigError(f"{out} holds a demo run with a different plan (e.g. --quick vs the full demo); "
+                              "choose another --out or delete it")
+        return
+    record.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
+
+
 def _say(message: str) -> None:
     print(f"[demo] {message}", flush=True)
 
@@ -163,6 +180,7 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or demo_plan(quick)
+    _claim(out, plan)
     seconds: dict[str, float] = {}
 
     t0 = time.monotonic()

@@ -42,3 +42,13 @@ def test_demo_quick_writes_every_file(tmp_path: Path) -> None:
         assert float(r["ci_low"]) <= float(r["pass"]) <= float(r["ci_high"])
     summary = (out / "summary.md").read_text()
     assert "Pass@1" in summary and "Pass@8" in summary and "budget headroom" in summary
+
+
+def test_a_demo_directory_refuses_another_plan(tmp_path: Path) -> None:
+    from arlkit.config import ConfigError
+    from arlkit.demo import _claim, demo_plan
+
+    _claim(tmp_path, demo_plan(quick=True))
+    _claim(tmp_path, demo_plan(quick=True))  # the same plan resumes
+    with pytest.raises(ConfigError, match="different plan"):
+        _claim(tmp_path, demo_plan(quick=False))

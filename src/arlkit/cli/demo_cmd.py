@@ -13,6 +13,7 @@ one HTML report (about a minute).
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from arlkit.cli.progress import progress_reporter
@@ -36,7 +37,11 @@ def _handle(args: argparse.Namespace) -> int:
     if not args.scripted:
         from arlkit.demo import run_demo
 
-        result = run_demo(Path(args.out), quick=args.quick)
+        try:
+            result = run_demo(Path(args.out), quick=args.quick)
+        except RuntimeError as exc:  # a worker failed: its message names the job and its log
+            print(f"arlkit demo: error: {exc}", file=sys.stderr)
+            return 1
         print((result.out / "summary.md").read_text(encoding="utf-8"))
         print(f"demo results in {result.out}/")
         return 0

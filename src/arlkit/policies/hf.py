@@ -20,12 +20,11 @@ log-probabilities. :meth:`HFPolicy.score` computes the same quantities by teache
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import inspect
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +33,11 @@ import torch
 
 from arlkit.policies.kv_cache import CachedBatch, CacheEntry, common_prefix_length, buffer_layer_class, require_cache_layers, PrefillRow, CacheStore
 from arlkit.policies.protocol import Message, PolicyError, Reply, Request
+from arlkit.policies.quiet import quiet_progress
 from arlkit.policies.registry import SamplingConfig, register_policy
 
 __all__ = [
-    "DEFAULT_STOP", "HFPolicy", "continuation_logprobs", "load_hf_model", "process_logits", "quiet_progress",
-    "sampling_seed",
+    "DEFAULT_STOP", "HFPolicy", "continuation_logprobs", "load_hf_model", "process_logits", "sampling_seed",
 ]
 
 DEFAULT_STOP = ("</action>",)
@@ -102,20 +101,6 @@ def _is_causal_lm(config: Any) -> bool:
 
     auto_map = getattr(config, "auto_map", None) or {}
     return config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or "AutoModelForCausalLM" in auto_map
-
-
-@contextlib.contextmanager
-def quiet_progress() -> Iterator[None]:
-    """Silence transformers' progress bars (one line of noise per save) for the block."""
-    from transformers.utils import logging as hf_logging
-
-    enabled = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if enabled:
-            hf_logging.enable_progress_bar()
 
 
 def load_hf_model(

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arlkit.policies.hf import quiet_progress
+from arlkit.policies.quiet import quiet_progress
 from arlkit.policies.protocol import Message, Reply, Request
 
 __all__ = ["CHATML_TEMPLATE", "TINY_SIZES", "TinySpec", "build_tokenizer", "corpus_texts", "init_tiny_model", "save_model_dir"]
