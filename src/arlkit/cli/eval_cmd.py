@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=_int_list, default=None, help="K values, comma-separated (default: powers of two up to --samples)")
     p.add_argument("--split", choices=["train", "test"], default=defaults.split)
     p.add_argument("--seed", type=int, default=defaults.seed)
-    p.add_argument("--history", type=int, default=None, help="show only the last N (action, observation) pairs")
+    p.add_argument("--history", type=int, default=None, help="show the first observation and only the last N (action, observation) pairs; 0: the current observation only")
     p.add_argument("--counters", choices=["system", "observation"], default=defaults.counters, help="where announced budgets show the turn counters")
     p.add_argument("--bootstrap", type=int, default=defaults.bootstrap, help="bootstrap resamples for CIs")
     p.add_argument("--max-active", type=int, default=defaults.max_active, help="trajectories in flight at once")
