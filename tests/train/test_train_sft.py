@@ -72,3 +72,36 @@ def test_demonstrations_use_the_agents_prompts_and_oracle_labels(nano_dir: Path)
     kept = collect_demonstrations(SFTConfig(model=str(nano_dir), env_args=EASY_ENV, expert="oracle", keep="success",
                                             tasks=3, samples=1))
     assert kept.kept and all(kept.trajectories[i].success for i in kept.kept)
+
+
+def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_ones(nano_dir: Path) -> None:
+    import pytest
+
+    config = SFTConfig(model=str(nano_dir), env_args=dict(EASY_ENV, t_max=6), expert="noisy-oracle:0.5", tasks=4,
+                       samples=2, history=None, counters="observation", rows="trajectory")
+    demos = collect_demonstrations(config)
+    _, tokenizer = load_model(nano_dir, attn_implementation="eager")
+    chat = ChatTokens(tokenizer)
+    rows, systems = sft_rows(demos, chat, "trajectory")
+    wanted_per_trajectory = []
+    for i in demos.kept:
+        t = demos.trajectories[i]
+        wanted = [(turn.action or "").lower() in demos.optimal[(t.policy_seed, k)] for k, turn in enumerate(t.turns)]
+        if any(wanted):
+            wanted_per_trajectory.append((t, wanted))
+    assert len(rows) == len(systems) == len(wanted_per_trajectory) > 0
+    some_skipped = False
+    for row, (t, wanted) in zip(rows, wanted_per_trajectory, strict=True):
+        text = tokenizer.decode(list(row.ids))
+        # the row is the whole executed chat: the first prompt, then every reply in order
+        assert text.startswith(chat.render(demos.prompts[(t.policy_seed, 0)]))
+        cursor = len(chat.render(demos.prompts[(t.policy_seed, 0)]))
+        for turn in t.turns:
+            cursor = text.index(turn.reply, cursor) + len(turn.reply)
+        # the targets are exactly the optimal replies' tokens, in order
+        targets = tokenizer.decode([row.ids[p] for p in row.targets])
+        assert targets == "".join(turn.reply for turn, w in zip(t.turns, wanted, strict=True) if w)
+        some_skipped |= not all(wanted)
+    assert some_skipped  # eps 0.5: some executed replies are context only
+    with pytest.raises(ValueError, match="history"):
+        SFTConfig(model=str(nano_dir), history=1, rows="trajectory")

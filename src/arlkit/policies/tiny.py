@@ -31,10 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arlkit.policies.quiet import quiet_progress
 from arlkit.policies.protocol import Message, Reply, Request
+from arlkit.policies.quiet import quiet_progress
 
-__all__ = ["CHATML_TEMPLATE", "TINY_SIZES", "TinySpec", "build_tokenizer", "corpus_texts", "init_tiny_model", "save_model_dir"]
+__all__ = [
+    "CHATML_TEMPLATE", "TINY_SIZES", "TinySpec", "build_tokenizer", "corpus_texts", "init_tiny_model", "save_model_dir",
+]
 
 CHATML_TEMPLATE = (
     "{%- for message in messages -%}"
