@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,6 @@ class DemoPlan:
     workers: int = 2
     history: int = 0
     counters: str = "observation"
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def demo_plan(quick: bool) -> DemoPlan:

@@ -47,6 +47,10 @@ def test_step_rows_are_the_exact_prompts_and_reproduce_sampling_logprobs(bc_dir:
         assert torch.allclose(scored.logprobs[i], torch.tensor(turn.logprobs), atol=1e-4)
         assert batch.anchors[i] == (turn.state, t.budget - batch.step[i])
     assert batch.mask.sum() == sum(len(turn.token_ids) for t in trajectories for turn in t.turns)
+    # rows reuse the ids the backend sampled after; re-encoding the recorded messages gives the same rows
+    assert len(recorder.prompt_ids) == len(batch.rows)
+    fallback = build_batch(trajectories, outcomes, recorder.prompts, chat, step_rows=True, budget_anchors=True)
+    assert [r.ids for r in fallback.rows] == [r.ids for r in batch.rows]
 
 
 @pytest.mark.parametrize("counters", ["system", "observation"])

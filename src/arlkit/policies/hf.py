@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arlkit.policies.chat import ChatTokens
 from arlkit.policies.kv_cache import CachedBatch, CacheEntry, common_prefix_length, buffer_layer_class, require_cache_layers, PrefillRow, CacheStore
 from arlkit.policies.protocol import Message, PolicyError, Reply, Request
 from arlkit.policies.quiet import quiet_progress
@@ -184,6 +185,7 @@ class HFPolicy:
             raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
         require_cache_layers()
         self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.chat = ChatTokens(tokenizer)
         self.sampling = sampling or SamplingConfig()
         self.stop = tuple(stop)
         self.max_batch_size = max_batch_size
@@ -305,14 +307,11 @@ class HFPolicy:
 
     def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
         """Token ids of ``messages`` rendered by the chat template, ready for the assistant's reply."""
-        text = self.tokenizer.apply_chat_template(
-            [dict(m) for m in messages], tokenize=False, add_generation_prompt=True
-        )
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return self.chat.prompt_ids(messages)
 
     def continuation_ids(self, text: str) -> list[int]:
         """Token ids of a reply text as it would follow the prompt."""
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return self.chat.ids(text)
 
     # -- forward passes ------------------------------------------------------------------------
 
@@ -542,6 +541,7 @@ class HFPolicy:
                 self.tokenizer.decode(tokens[i], skip_special_tokens=True),
                 token_ids=tuple(tokens[i]),
                 logprobs=tuple(logprobs[i]),
+                prompt_ids=tuple(prompts[i].tolist()),
             )
             for i in range(b)
         ]

@@ -53,12 +53,15 @@ class Reply:
             (same length as ``token_ids``), when the backend has them.
         error: set when the backend failed for this request after all retries; ``text`` is then
             empty and the rollout engine ends the trajectory, recording the error.
+        prompt_ids: ids of the prompt the reply was sampled after, when the backend encoded it
+            itself (the trainer reuses them instead of encoding the prompt again).
     """
 
     text: str
     token_ids: tuple[int, ...] | None = None
     logprobs: tuple[float, ...] | None = None
     error: str | None = None
+    prompt_ids: tuple[int, ...] | None = None
 
 
 @runtime_checkable

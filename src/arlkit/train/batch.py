@@ -31,6 +31,7 @@ import torch
 from torch import Tensor
 
 from arlkit.algos import RewardConfig, budget_anchor, classify_step, episode_reward, step_rewards
+from arlkit.policies.chat import ChatTokens
 from arlkit.policies.protocol import Message, Reply, Request
 from arlkit.rollout.records import Trajectory
 from arlkit.train.forward import TokenRow
@@ -78,38 +79,21 @@ class RecordingPolicy:
         self.inner = inner
         self.name = getattr(inner, "name", type(inner).__name__)
         self.prompts: dict[tuple[int, int], Sequence[Message]] = {}
+        self.prompt_ids: dict[tuple[int, int], tuple[int, ...]] = {}
+        """The prompt ids the backend sampled after, where it reports them (:attr:`Reply.prompt_ids`)."""
 
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
         for request in requests:
             self.prompts[(request.seed, request.turn)] = request.messages
-        return list(self.inner.generate(requests))
+        replies = list(self.inner.generate(requests))
+        for request, reply in zip(requests, replies, strict=True):
+            if reply.prompt_ids is not None:
+                self.prompt_ids[(request.seed, request.turn)] = reply.prompt_ids
+        return replies
 
     def messages(self, trajectory: Trajectory, turn: int) -> Sequence[Message]:
         """The messages the policy was shown before ``turn`` of ``trajectory``."""
         return self.prompts[(trajectory.policy_seed, turn)]
-
-
-class ChatTokens:
-    """Token ids of chat prompts and texts, rendered exactly as :class:`~arlkit.policies.hf.HFPolicy` does."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-        self.eos_ids = {i for i in (tokenizer.eos_token_id, eos) if isinstance(i, int) and i >= 0}
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
-
-    def render(self, messages: Sequence[Message]) -> str:
-        """The prompt text ending with the assistant header."""
-        return str(self.tokenizer.apply_chat_template([dict(m) for m in messages], tokenize=False,
-                                                      add_generation_prompt=True))
-
-    def ids(self, text: str) -> list[int]:
-        """Token ids of ``text`` (no special tokens added)."""
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def prompt_ids(self, messages: Sequence[Message]) -> list[int]:
-        """Token ids of the rendered prompt."""
-        return self.ids(self.render(messages))
 
 
 @dataclass(frozen=True)
@@ -255,6 +239,7 @@ def build_batch(
     ``budget_anchors``: GiGPO anchors are ``(state, remaining budget)`` (BudgetMix) instead of the state.
     """
     table = prompts.prompts if isinstance(prompts, RecordingPolicy) else prompts
+    encoded = prompts.prompt_ids if isinstance(prompts, RecordingPolicy) else {}
     rows: list[TokenRow] = []
     traj_of, group, step, step_reward, score, anchors, sizes = [], [], [], [], [], [], []
     for k, (trajectory, outcome) in enumerate(zip(trajectories, outcomes, strict=True)):
@@ -266,7 +251,8 @@ def build_batch(
                 reply_ids = list(turn.token_ids or [])
                 if not reply_ids:
                     raise ValueError("step rows need the generated token ids of every reply (an LLM policy)")
-                prompt = chat.prompt_ids(table[(trajectory.policy_seed, t)])
+                key = (trajectory.policy_seed, t)
+                prompt = list(encoded[key]) if key in encoded else chat.prompt_ids(table[key])
                 ids = prompt + reply_ids
                 rows.append(TokenRow(tuple(ids), tuple(range(len(prompt), len(ids)))))
                 traj_of.append(k)
