@@ -9,14 +9,19 @@ replies, so the same lengths) with the micro model, side by side in one process:
 - **naive**: the same engine driving a policy that calls ``model.generate`` once per trajectory per
   turn on the fully re-encoded history (the chat template applied to the whole conversation).
 
-Reported: completed turns per second for each and their ratio, the share of prompt tokens the
-engine actually had to encode, whether the replies agree, and the engine's generated tokens per
-second against the machine's measured fp32 matmul peak (2 x parameters FLOP per token). Both the
-announced budget prompt (the counters sit near the top of the system prompt and change every turn,
-so only the shared prefix can be reused) and the hidden one (the prompt only grows) are measured.
+Reported: completed turns per second for each and their ratio; the work ratio (tokens the naive
+loop runs through the model / tokens the engine runs: the speed-up from doing less work alone, at
+equal cost per token); the share of prompt tokens the engine actually had to encode; whether the
+replies agree; and the engine's generated tokens per second against the machine's measured fp32
+matmul peak (2 x parameters FLOP per token). Three prompts are measured: ``announced`` (the counters
+sit near the top of the system prompt and change every turn, so only the shared head can be
+reused), ``announced-obs`` (the counters after each observation, as the demo uses) and ``hidden``
+(the prompt only grows). Both sides use the same attention implementation unless
+``--naive-attention`` says otherwise.
 
     python benchmarks/bench_rollout.py [--size micro] [--trajectories 32] [--max-new-tokens 16]
-                                       [--threads 1] [--modes announced,hidden]
+                                       [--threads 1] [--modes announced,announced-obs,hidden]
+                                       [--repeats 1] [--naive-attention same|sdpa|eager]
 
 On a loaded shared CPU keep ``--threads 1``: oversubscribed intra-op threads make figures noisy.
 """
@@ -24,6 +29,7 @@ On a loaded shared CPU keep ``--threads 1``: oversubscribed intra-op threads mak
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -106,6 +112,10 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--modes", default="announced,announced-obs,hidden")
+    parser.add_argument("--repeats", type=int, default=1, help="interleaved runs of both sides; medians reported")
+    parser.add_argument("--naive-attention", default="same",
+                        help="attention implementation of the naive loop: 'same' as the engine's (default: only the "
+                             "engine differs), or e.g. 'sdpa' (transformers' default)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -118,14 +128,21 @@ def main() -> int:
         print(f"model {path.name}: {params / 1e6:.2f}M parameters; {args.trajectories} episodes x {BUDGET} turns; "
               f"greedy, <= {args.max_new_tokens} new tokens; {args.threads} thread(s); "
               f"fp32 matmul peak {peak / 1e9:.1f} GFLOP/s")
-        header = (f"{'prompt':9} {'arlkit turns/s':>14} {'naive turns/s':>14} {'ratio':>6} {'encoded':>8} {'same':>5} "
+        header = (f"{'prompt':13} {'arlkit turns/s':>14} {'naive turns/s':>14} {'ratio':>6} {'work':>6} {'encoded':>8} {'same':>5} "
                   f"{'gen tok/s':>9} {'of peak':>8} {'all tok/s':>9} {'of peak':>8}")
         print(header)
         for mode in args.modes.split(","):
-            policy = HFPolicy(model, tokenizer, sampling, name="arlkit")
-            fast, t_fast = run(policy, mode, args.trajectories)
-            naive = NaivePolicy(model, tokenizer, args.max_new_tokens)
-            slow, t_slow = run(naive, mode, args.trajectories)
+            fast_times, slow_times = [], []
+            for _ in range(args.repeats):  # interleaved, so that load from other jobs hits both sides
+                policy = HFPolicy(model, tokenizer, sampling, name="arlkit")
+                fast, t_fast = run(policy, mode, args.trajectories)
+                naive = NaivePolicy(model, tokenizer, args.max_new_tokens)
+                if args.naive_attention != "same":
+                    model.set_attn_implementation(args.naive_attention)
+                slow, t_slow = run(naive, mode, args.trajectories)
+                fast_times.append(t_fast)
+                slow_times.append(t_slow)
+            t_fast, t_slow = statistics.median(fast_times), statistics.median(slow_times)
             turns = sum(len(t.turns) for t in fast)
             pairs = [(a, b) for s, t in zip(fast, slow, strict=True) for a, b in zip(s.turns, t.turns)]
             same = sum(a.reply == b.reply for a, b in pairs) / max(1, len(pairs))
@@ -134,11 +151,19 @@ def main() -> int:
             encoded = stats["prefilled_tokens"] / max(1, stats["prompt_tokens"])
             tok_s = stats["generated_tokens"] / t_fast
             all_s = (stats["generated_tokens"] + stats["prefilled_tokens"]) / t_fast
-            print(f"{mode:9} {turns / t_fast:14.1f} {turns / t_slow:14.1f} {t_slow / t_fast:5.1f}x {encoded:8.0%} "
+            # Tokens each side runs through the model: the speed-up from doing less work alone, at equal cost per token.
+            work = (naive.prompt_tokens + stats["generated_tokens"]) / (stats["prefilled_tokens"] + stats["generated_tokens"])
+            print(f"{mode:13} {turns / t_fast:14.1f} {turns / t_slow:14.1f} {t_slow / t_fast:5.1f}x {work:5.1f}x {encoded:8.0%} "
                   f"{same:5.0%} {tok_s:9.0f} {tok_s * 2 * params / peak:8.2%} {all_s:9.0f} {all_s * 2 * params / peak:8.2%}",
                   flush=True)
-        print(f"(attention: {policy.attn_implementation}; 'encoded' = prompt tokens the engine had to encode, the rest "
-              "came from reused KV caches; 'same' = identical replies in both runs; 'gen tok/s' = generated tokens per "
+            if args.repeats > 1:
+                ratios = ", ".join(f"{s_ / f_:.1f}x" for f_, s_ in zip(fast_times, slow_times, strict=True))
+                print(f"{'':13} ratio of each repeat: {ratios}")
+        naive_attention = policy.attn_implementation if args.naive_attention == "same" else args.naive_attention
+        print(f"(attention: {policy.attn_implementation}, naive loop {naive_attention}; 'encoded' = prompt tokens the "
+              "engine had to encode, the rest "
+              "came from reused KV caches; 'work' = tokens the naive loop runs through the model / tokens the engine does "
+              "(the speed-up at equal cost per token); 'same' = identical replies in both runs; 'gen tok/s' = generated tokens per "
               "second of the arlkit run, 'all tok/s' = generated + encoded; 'of peak' = tokens/s x 2 x parameters / "
               "measured fp32 matmul FLOP/s)")
     return 0

@@ -42,8 +42,9 @@ def spiky(tiny_model_dir: Path) -> tuple[object, object]:
 
 def make_hf(spiky: tuple[object, object], **kwargs: object) -> HFPolicy:
     sampling = kwargs.pop("sampling", SamplingConfig(temperature=0.0, max_new_tokens=12))
+    attention = kwargs.pop("attention", "arlkit")
     model, tokenizer = spiky
-    return HFPolicy(model, tokenizer, sampling, attn_implementation="sdpa", **kwargs)  # type: ignore[arg-type]
+    return HFPolicy(model, tokenizer, sampling, attn_implementation=attention, **kwargs)  # type: ignore[arg-type]
 
 
 class Recorder:

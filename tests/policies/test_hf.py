@@ -23,11 +23,12 @@ def _close(a: tuple[float, ...] | None, b: tuple[float, ...] | None, tol: float 
     return len(a) == len(b) and bool(np.allclose(a, b, atol=tol, rtol=0))
 
 
-def test_batched_greedy_equals_unbatched(spiky, real_requests) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("attention", ["arlkit", "sdpa", "eager"])
+def test_batched_greedy_equals_unbatched(spiky, real_requests, attention: str) -> None:  # type: ignore[no-untyped-def]
     requests = real_requests[::3][:8]
     assert len({len(r.messages) for r in requests}) > 1  # prompts of different lengths: left padding matters
-    batched = make_hf(spiky, reuse_kv=False).generate(requests)
-    single = [make_hf(spiky, reuse_kv=False).generate([r])[0] for r in requests]
+    batched = make_hf(spiky, reuse_kv=False, attention=attention).generate(requests)
+    single = [make_hf(spiky, reuse_kv=False, attention=attention).generate([r])[0] for r in requests]
     assert len({b.text for b in batched}) > 1
     for b, s in zip(batched, single, strict=True):
         assert b.error is None and b.token_ids == s.token_ids and b.text == s.text
@@ -54,11 +55,11 @@ def _rollouts(policy: HFPolicy, mode: str = "announced", samples: int = 2):  # t
     return run_rollouts(lambda: make("frozenlake", **ENV), jobs, policy, PromptConfig(budget_mode=mode))  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("mode", ["announced", "hidden"])
-def test_kv_reuse_across_turns_changes_nothing_but_the_work(spiky, mode: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("mode", "attention"), [("announced", "arlkit"), ("hidden", "arlkit"), ("hidden", "sdpa")])
+def test_kv_reuse_across_turns_changes_nothing_but_the_work(spiky, mode: str, attention: str) -> None:  # type: ignore[no-untyped-def]
     sampling = SamplingConfig(temperature=1.0, top_p=0.95, max_new_tokens=10)
-    reused = make_hf(spiky, sampling=sampling)
-    fresh = make_hf(spiky, sampling=sampling, reuse_kv=False, max_batch_size=1)
+    reused = make_hf(spiky, sampling=sampling, attention=attention)
+    fresh = make_hf(spiky, sampling=sampling, reuse_kv=False, max_batch_size=1, attention=attention)
     a, b = _rollouts(reused, mode), _rollouts(fresh, mode)
     turns = [(x, y) for s, t in zip(a, b, strict=True) for x, y in zip(s.turns, t.turns, strict=True)]
     assert len(turns) == sum(len(t.turns) for t in a) == sum(len(t.turns) for t in b) > 12
@@ -73,7 +74,8 @@ def test_kv_reuse_across_turns_changes_nothing_but_the_work(spiky, mode: str) ->
     assert saved > (0.6 if mode == "hidden" else 0.15), stats
 
 
-def test_sampling_logprobs_equal_scoring(spiky, real_requests) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("attention", ["arlkit", "sdpa", "eager"])
+def test_sampling_logprobs_equal_scoring(spiky, real_requests, attention: str) -> None:  # type: ignore[no-untyped-def]
     requests = real_requests[:6]
     messages = [r.messages for r in requests]
     for sampling in (
@@ -81,7 +83,7 @@ def test_sampling_logprobs_equal_scoring(spiky, real_requests) -> None:  # type:
         SamplingConfig(temperature=1.0, max_new_tokens=12),
         SamplingConfig(temperature=0.7, top_p=0.8, top_k=40, max_new_tokens=12),
     ):
-        policy = make_hf(spiky, sampling=sampling)
+        policy = make_hf(spiky, sampling=sampling, attention=attention)
         replies = policy.generate(requests)
         scored = policy.score_ids(messages, [r.token_ids or () for r in replies], sampling=sampling)
         for reply, lp in zip(replies, scored, strict=True):
@@ -168,6 +170,18 @@ def test_bad_model_paths_raise_policy_error(tiny_model_dir: Path, tmp_path: Path
 def test_spec_builds_a_working_policy(tiny_model_dir: Path, real_requests) -> None:  # type: ignore[no-untyped-def]
     policy = make_policy(f"hf:{tiny_model_dir}", SamplingConfig(temperature=0.5, max_new_tokens=5))
     assert isinstance(policy, HFPolicy) and policy.name == f"hf:{tiny_model_dir}"
-    assert policy.attn_implementation in ("eager", "sdpa")
+    assert policy.attn_implementation in ("eager", "arlkit")
     reply = policy.generate([real_requests[0]])[0]
     assert reply.error is None and reply.token_ids is not None and 1 <= len(reply.token_ids) <= 5
+
+
+def test_finished_rows_keep_views_of_the_batch_cache_not_copies(spiky, real_requests) -> None:  # type: ignore[no-untyped-def]
+    policy = make_hf(spiky)
+    requests = [r for r in real_requests if r.turn == 0][:4]
+    policy.generate(requests)
+    entries = [policy._store.rows[r.seed] for r in requests]
+    layers = spiky[0].config.num_hidden_layers
+    buffers = {ptr for e in entries for ptr in e.storages()}
+    assert len(buffers) == 2 * layers  # one key and one value buffer per layer, shared by all rows
+    k, v = entries[0].kv[0]
+    assert k.shape[1] == len(entries[0].tokens) and k.untyped_storage().nbytes() > k.numel() * k.element_size()

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arlkit.policies.attention import ATTENTION_NAME, register_attention
 from arlkit.policies.chat import ChatTokens
 from arlkit.policies.kv_cache import CachedBatch, CacheEntry, common_prefix_length, buffer_layer_class, require_cache_layers, PrefillRow, CacheStore
 from arlkit.policies.protocol import Message, PolicyError, Reply, Request
@@ -158,8 +159,9 @@ class HFPolicy:
         sampling: temperature, top-p, top-k and the cap on new tokens.
         name: the policy's name in records (``hf:PATH`` when built from a spec).
         stop: strings that end a reply (kept in the reply).
-        attn_implementation: ``"auto"`` (on CPU, time eager and SDPA attention on a small batch and
-            keep the faster; elsewhere keep the model's), or an implementation name to force.
+        attn_implementation: ``"auto"`` (on CPU, time eager attention and arlkit's kernel
+            (:mod:`arlkit.policies.attention`) on a small batch and keep the faster; elsewhere keep
+            the model's), or an implementation name to force (``"arlkit"``, ``"sdpa"``, ``"eager"``).
         max_batch_size: most rows generated together (larger requests are split; results do not
             depend on the split).
         kv_cache_bytes: memory for reused keys/values; least recently used trajectories go first.
@@ -204,6 +206,7 @@ class HFPolicy:
         self._layer_cls = buffer_layer_class()
         self._buffered = self._plain_layers()
         self.reuse_kv = reuse_kv and self._buffered
+        register_attention()
         with torch.inference_mode():
             self.attn_implementation = self._choose_attention(attn_implementation)
         self.stats = {"prompt_tokens": 0, "prefilled_tokens": 0, "generated_tokens": 0}
@@ -252,14 +255,17 @@ class HFPolicy:
         if requested != "auto":
             if setter is None:
                 raise PolicyError("this transformers version cannot switch the attention implementation")
-            setter(requested)
+            try:
+                setter(requested)
+            except Exception as exc:  # noqa: BLE001 - an implementation this model does not support
+                raise PolicyError(f"attention implementation {requested!r} is not available: {exc}") from None
             return requested
         params = sum(p.numel() for p in self.model.parameters())
         if self.device.type != "cpu" or setter is None or params > _PROBE_MAX_PARAMS:
             return current
         timings: dict[str, float] = {}
         for _ in range(2):  # alternate so that a burst of load on a shared CPU hits both
-            for impl in ("sdpa", "eager"):
+            for impl in (ATTENTION_NAME, "eager"):
                 try:
                     setter(impl)
                     timings[impl] = min(timings.get(impl, float("inf")), self._time_probe())
@@ -269,8 +275,9 @@ class HFPolicy:
             if high > 1.5 * low:  # decisive after one round
                 break
         timings = {k: v for k, v in timings.items() if v < float("inf")}
-        # SDPA unless eager is clearly faster: a stable choice keeps float results reproducible.
-        best = "eager" if timings.get("eager", float("inf")) < 0.8 * timings.get("sdpa", float("inf")) else "sdpa"
+        # arlkit's kernel unless eager is clearly faster: a stable choice keeps float results reproducible.
+        fast = timings.get(ATTENTION_NAME, float("inf"))
+        best = "eager" if timings.get("eager", float("inf")) < 0.8 * fast else ATTENTION_NAME
         if best not in timings:
             best = current
         setter(best)
@@ -324,16 +331,22 @@ class HFPolicy:
 
     def _prefill(self, rows: Sequence[PrefillRow], extra: int) -> tuple[CachedBatch, torch.Tensor]:
         """Encode every row's new tokens (after its reused prefix) into one cache with room for
-        ``extra`` more columns; returns the batch and the logits at each row's last token."""
+        ``extra`` more columns; returns the batch and the logits at each row's last token.
+
+        Layout: the new tokens of all rows are right-aligned in the block of columns
+        ``[base, base + width)``; row ``i``'s reused prefix sits immediately before its new tokens,
+        so each row is one contiguous run of columns ending at ``base + width``."""
         from transformers.cache_utils import DynamicCache
 
         dev = self.device
-        reuse = [r.reuse for r in rows]
         new = [len(r.tokens) - r.reuse for r in rows]
         if hasattr(self, "stats"):
             self.stats["prefilled_tokens"] += sum(new)
-        cached, width = max(reuse), max(new)
+        width = max(new)
+        base = max(0, max(len(r.tokens) for r in rows) - width)
         b = len(rows)
+        first_new = torch.as_tensor([base + width - n for n in new], dtype=torch.long, device=dev)
+        start = first_new - torch.as_tensor([r.reuse for r in rows], dtype=torch.long, device=dev)
         layers = []
         if self._buffered:
             for layer_index in range(self.model.config.num_hidden_layers):
@@ -342,40 +355,30 @@ class HFPolicy:
                     (r.source.kv[layer_index][0][:, : r.reuse], r.source.kv[layer_index][1][:, : r.reuse])
                     for r in rows
                 ]
-                layers.append(self._layer_cls(prefixes, cached, cached + width + extra))
+                layers.append(self._layer_cls(prefixes, first_new, base, base + width + extra))
             cache = DynamicCache()
             cache.layers = layers
         else:
-            assert cached == 0, "reuse needs plain attention layers"
+            assert base == 0, "reuse needs plain attention layers"
             cache = DynamicCache(config=self.model.config)
-        mask = torch.zeros(b, cached + width + extra, dtype=torch.long, device=dev)
+        columns = torch.arange(base + width + extra, device=dev)
+        mask = ((columns >= start[:, None]) & (columns < base + width)).long()
         ids = torch.full((b, width), self.pad_id, dtype=torch.long, device=dev)
         pos = torch.zeros(b, width, dtype=torch.long, device=dev)
         for i, r in enumerate(rows):
-            mask[i, cached - reuse[i] : cached] = 1
-            mask[i, cached + width - new[i] : cached + width] = 1
             ids[i, width - new[i] :] = torch.as_tensor(r.tokens[r.reuse :], device=dev)
             pos[i, width - new[i] :] = torch.arange(r.reuse, len(r.tokens), device=dev)
         heads = int(getattr(self.model.config, "num_attention_heads", 1))
-        chunk = max(1, _ATTENTION_BYTES // (4 * b * heads * (cached + width)))
+        chunk = max(1, _ATTENTION_BYTES // (4 * b * heads * (base + width)))
         logits = None
-        for start in range(0, width, chunk):
-            stop = min(width, start + chunk)
-            logits = self._forward(ids[:, start:stop], mask[:, : cached + stop], pos[:, start:stop], cache, 1)
-        batch = CachedBatch(layers, cache, mask, torch.as_tensor([len(r.tokens) for r in rows], device=dev), cached + width)
-        if layers:
-            self._scrub(batch, cached, width, new)
+        for first in range(0, width, chunk):
+            stop = min(width, first + chunk)
+            logits = self._forward(ids[:, first:stop], mask[:, : base + stop], pos[:, first:stop], cache, 1)
+        batch = CachedBatch(
+            layers, cache, mask, torch.as_tensor([len(r.tokens) for r in rows], device=dev), base + width, start
+        )
         assert logits is not None
         return batch, logits[:, -1]
-
-    def _scrub(self, batch: CachedBatch, cached: int, width: int, new: Sequence[int]) -> None:
-        # The padding before each row's new tokens holds keys/values of pad tokens; zero it so that
-        # nothing non-finite can ever leak through a masked column (0 * nan would be nan).
-        for row, n in enumerate(new):
-            if n < width:
-                for layer in batch.layers:
-                    layer.kb[row, :, cached : cached + width - n] = 0
-                    layer.vb[row, :, cached : cached + width - n] = 0
 
     def _step(self, batch: CachedBatch, tokens: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
         """Feed one token per row (rows not ``live`` feed padding, masked out); next logits."""

@@ -25,14 +25,22 @@ __all__ = ["CacheEntry", "CacheStore", "CachedBatch", "PrefillRow", "buffer_laye
 
 @dataclass
 class CacheEntry:
-    """Keys/values of ``tokens``: one ``(key, value)`` pair per layer, each (heads, len, head_dim)."""
+    """Keys/values of ``tokens``: one ``(key, value)`` pair per layer, each (heads, len, head_dim).
+
+    The tensors are usually views into the buffer of the batch that computed them (no copy is made
+    when a row finishes); :meth:`CacheStore.evict` counts the buffers' real size."""
 
     tokens: np.ndarray
     kv: list[tuple[torch.Tensor, torch.Tensor]]
 
-    @property
-    def nbytes(self) -> int:
-        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in self.kv)
+    def storages(self) -> dict[int, int]:
+        """``{storage address: bytes}`` of the memory this entry keeps alive."""
+        held = {}
+        for pair in self.kv:
+            for t in pair:
+                storage = t.untyped_storage()
+                held[storage.data_ptr()] = storage.nbytes()
+        return held
 
 
 def common_prefix_length(a: np.ndarray, b: np.ndarray) -> int:
@@ -70,13 +78,38 @@ class CacheStore:
         self.rows[key] = entry
         self.rows.move_to_end(key)
 
+    def held_bytes(self) -> int:
+        """Bytes of the buffers the entries keep alive (several entries may share one buffer)."""
+        held: dict[int, int] = {}
+        for entry in [*self.rows.values(), *self.shared]:
+            held.update(entry.storages())
+        return sum(held.values())
+
     def evict(self) -> None:
-        total = sum(e.nbytes for e in self.rows.values()) + sum(e.nbytes for e in self.shared)
+        """Drop least recently used trajectories, then the oldest shared prefixes, until the
+        buffers still referenced fit in ``max_bytes``."""
+        entries = [*self.rows.values(), *self.shared]
+        users: dict[int, int] = {}
+        size: dict[int, int] = {}
+        for entry in entries:
+            for ptr, nbytes in entry.storages().items():
+                users[ptr] = users.get(ptr, 0) + 1
+                size[ptr] = nbytes
+        total = sum(size.values())
+
+        def release(entry: CacheEntry) -> int:
+            freed = 0
+            for ptr in entry.storages():
+                users[ptr] -= 1
+                if users[ptr] == 0:
+                    freed += size[ptr]
+            return freed
+
         while total > self.max_bytes and self.rows:
             _, entry = self.rows.popitem(last=False)
-            total -= entry.nbytes
+            total -= release(entry)
         while total > self.max_bytes and self.shared:
-            total -= self.shared.pop(0).nbytes
+            total -= release(self.shared.pop(0))
 
 
 # -- batched forward with a preallocated cache -------------------------------------------------
@@ -87,36 +120,48 @@ def buffer_layer_class() -> type:
 
     class _BufferLayer(DynamicLayer):  # type: ignore[misc, valid-type]
         """A cache layer over preallocated (B, heads, capacity, head_dim) buffers: appending writes in
-        place instead of concatenating, and each row's reused prefix is copied in right-aligned."""
+        place instead of concatenating. Row ``i``'s reused prefix is copied in so that it ends at
+        column ``first_new[i]``, where its new tokens start; a prefill write never overwrites a column
+        before ``first_new[i]`` (those hold the prefix, or zeros for padding)."""
 
-        def __init__(self, prefixes: list[tuple[torch.Tensor, torch.Tensor] | None], start: int, capacity: int) -> None:
+        def __init__(
+            self, prefixes: list[tuple[torch.Tensor, torch.Tensor] | None], first_new: torch.Tensor, start: int, capacity: int
+        ) -> None:
             super().__init__()
-            self.prefixes, self.n, self.capacity = prefixes, start, capacity
+            self.prefixes, self.first_new, self.n, self.capacity = prefixes, first_new, start, capacity
+            self.prefill_end = int(first_new.max()) if len(first_new) else 0
             self.is_initialized = True
             self.kb: torch.Tensor | None = None
             self.vb: torch.Tensor | None = None
 
         def _allocate(self, k: torch.Tensor, v: torch.Tensor) -> None:
             b, h = k.shape[:2]
-            # Columns past the current length are never read, so only the reused block (padding
-            # included) needs defined values.
+            # Columns past the current length are never read; every column before it must hold
+            # finite values (a masked column still meets a zero weight: 0 * nan would be nan).
             self.kb = k.new_empty(b, h, self.capacity, k.shape[-1])
             self.vb = v.new_empty(b, h, self.capacity, v.shape[-1])
-            self.kb[:, :, : self.n] = 0
-            self.vb[:, :, : self.n] = 0
+            self.kb[:, :, : self.prefill_end] = 0
+            self.vb[:, :, : self.prefill_end] = 0
             for row, prefix in enumerate(self.prefixes):
                 if prefix is not None:
+                    end = int(self.first_new[row])
                     n = prefix[0].shape[1]
-                    self.kb[row, :, self.n - n : self.n] = prefix[0]
-                    self.vb[row, :, self.n - n : self.n] = prefix[1]
+                    self.kb[row, :, end - n : end] = prefix[0]
+                    self.vb[row, :, end - n : end] = prefix[1]
             self.prefixes = []
 
         def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
             if self.kb is None:
                 self._allocate(key_states, value_states)
+            assert self.kb is not None and self.vb is not None
             q = key_states.shape[-2]
-            self.kb[:, :, self.n : self.n + q] = key_states
-            self.vb[:, :, self.n : self.n + q] = value_states
+            cols = slice(self.n, self.n + q)
+            if self.n < self.prefill_end:  # padding columns of this chunk keep their prefix / zeros
+                keep = (torch.arange(self.n, self.n + q, device=self.first_new.device) < self.first_new[:, None])[:, None, :, None]
+                key_states = torch.where(keep, self.kb[:, :, cols], key_states)
+                value_states = torch.where(keep, self.vb[:, :, cols], value_states)
+            self.kb[:, :, cols] = key_states
+            self.vb[:, :, cols] = value_states
             self.n += q
             self.keys, self.values = self.kb[:, :, : self.n], self.vb[:, :, : self.n]
             return self.keys, self.values
@@ -142,21 +187,26 @@ class PrefillRow:
 
 
 class CachedBatch:
-    """Left-padded rows sharing one cache: column layout per row is
-    ``[pad][reused prefix][pad][new tokens][generated...]``, with a 0/1 mask over columns.
+    """Left-padded rows sharing one cache: row ``i`` occupies the contiguous columns from
+    ``start[i]`` on (``[pad][reused prefix][new tokens][generated...]``), with a 0/1 mask over
+    columns (generated columns of rows that already finished are masked out).
 
     ``layers`` are the preallocated buffer layers, or empty when the model keeps its own cache
-    (models whose cache is not plain attention layers: no reuse, no scrubbing)."""
+    (models whose cache is not plain attention layers: no reuse)."""
 
-    def __init__(self, layers: list[Any], cache: Any, mask: torch.Tensor, next_pos: torch.Tensor, width: int) -> None:
+    def __init__(
+        self, layers: list[Any], cache: Any, mask: torch.Tensor, next_pos: torch.Tensor, width: int, start: torch.Tensor
+    ) -> None:
         self.layers, self.cache, self.mask, self.next_pos, self.width = layers, cache, mask, next_pos, width
+        self.start = start
 
     def row_entry(self, row: int, tokens: np.ndarray) -> CacheEntry:
-        """A copy of the cached keys/values of ``row`` (its unmasked columns) for ``tokens``."""
-        cols = torch.nonzero(self.mask[row, : self.width]).squeeze(1)
-        if len(cols) != len(tokens):
-            raise AssertionError(f"cache holds {len(cols)} columns for {len(tokens)} tokens")
-        kv = [(layer.kb[row][:, cols].clone(), layer.vb[row][:, cols].clone()) for layer in self.layers]
+        """The cached keys/values of ``row``'s first ``len(tokens)`` columns, as views (no copy)."""
+        first = int(self.start[row])
+        last = first + len(tokens)
+        if last > self.width or int(self.mask[row, first:last].sum()) != len(tokens):
+            raise AssertionError(f"row {row} has no {len(tokens)} contiguous cached columns from {first}")
+        kv = [(layer.kb[row, :, first:last], layer.vb[row, :, first:last]) for layer in self.layers]
         return CacheEntry(tokens, kv)
 
     def select(self, index: torch.Tensor) -> None:
@@ -165,7 +215,7 @@ class CachedBatch:
                 layer.select(index)
         else:
             self.cache.batch_select_indices(index)
-        self.mask, self.next_pos = self.mask[index], self.next_pos[index]
+        self.mask, self.next_pos, self.start = self.mask[index], self.next_pos[index], self.start[index]
 
 
 def require_cache_layers() -> None:

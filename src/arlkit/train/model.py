@@ -36,8 +36,10 @@ def resolve_model_path(spec: str, work_dir: Path) -> Path:
 
 def load_model(path: Path, *, attn_implementation: str, device: str | None = None) -> tuple[nn.Module, Any]:
     """``(model, tokenizer)`` in float32 (master weights; bf16 is applied by autocast), eval mode."""
+    from arlkit.policies.attention import register_attention
     from arlkit.policies.hf import load_hf_model
 
+    register_attention()
     model, tokenizer = load_hf_model(path, device=device, dtype=torch.float32)
     setter = getattr(model, "set_attn_implementation", None)
     if setter is not None:
