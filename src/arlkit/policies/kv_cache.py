@@ -170,6 +170,7 @@ def buffer_layer_class() -> type:
             return self.n
 
         def select(self, index: torch.Tensor) -> None:
+            self.first_new = self.first_new[index]
             if self.kb is not None:
                 self.kb, self.vb = self.kb[index], self.vb[index]
                 self.keys, self.values = self.kb[:, :, : self.n], self.vb[:, :, : self.n]
