@@ -195,9 +195,9 @@ class TrainConfig:
     """Attention kernel for rollouts and training: ``arlkit`` (:mod:`arlkit.policies.attention`: SDPA
     without grouped-query copies, a matmul kernel for decode steps on the CPU; transformers' SDPA on
     other devices), ``sdpa`` or ``eager``. Fixed, not probed, so runs are reproducible. On the 2-core CPU
-    in fp32: rollouts ~1.2x faster than ``sdpa`` (docs/policies.md), a nano forward+backward of 64 x 300
-    tokens 2.5 s vs 2.8 s (``sdpa``) and 3.7 s (``eager``); under bf16 autocast SDPA's CPU backward is
-    slow, prefer eager there."""
+    in fp32: micro rollouts 1.07-1.09x faster than ``sdpa`` (docs/policies.md), a nano forward+backward
+    of 64 x 300 tokens 2.5 s vs 2.8 s (``sdpa``) and 3.7 s (``eager``); under bf16 autocast SDPA's CPU
+    backward is slow, prefer eager there."""
     share_prefix: bool = True
     """Encode prompt prefixes shared by several rows once in training forwards (exact)."""
     max_tokens: int = 16384
