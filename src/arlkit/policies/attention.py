@@ -2,7 +2,8 @@
 
 transformers' own ``sdpa`` path expands grouped-query keys/values to every query head
 (``repeat_kv``: a copy of the whole cache per layer) whenever a mask is given, and runs one-query
-decode steps through the fused kernel, whose per-call cost dominates at rollout shapes on a CPU.
+decode steps through the fused kernel, which on this project's CPU took as long as two plain matmuls
+with ~100 cached tokens and twice as long with ~900 (32 rows, micro's head shapes).
 This implementation computes the same attention (same mask semantics, same scale) as follows:
 
 - **one-query steps without gradients on the CPU** (decoding): the query heads of each key/value
