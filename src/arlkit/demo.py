@@ -87,9 +87,9 @@ def demo_plan(quick: bool) -> DemoPlan:
                                                                    "pool_samples": 2}}},
             eval_tasks=8, eval_samples=8,
         )
-    # Measured on the 2-core CPU: BC ~0.65 s per 64-row step (its loss plateaus after ~50 steps at this
-    # size); an RL step of 8 x 8 rollouts ~6 s (rollout ~2 s, update ~4 s) with the two runs in parallel;
-    # the 12 evaluations ~140 s on two processes. With 24 RL steps the whole demo took 7.5 minutes.
+    # Measured on the 2-core CPU: BC ~0.65-0.8 s per 64-row step (its loss plateaus after ~50 steps at
+    # this size); an RL step of 8 x 8 rollouts ~7.7 s with the two runs in parallel; the 12 evaluations
+    # 140-165 s on two processes. The whole demo took 10-11 minutes (10:18 and 10:55 wall, two sessions).
     return DemoPlan(
         sft={**common_sft, "steps": 120, "lr": 3e-3},
         rl={**common_rl, "steps": 48, "tasks_per_step": 8, "group_size": 8,

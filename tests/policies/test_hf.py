@@ -185,3 +185,16 @@ def test_finished_rows_keep_views_of_the_batch_cache_not_copies(spiky, real_requ
     assert len(buffers) == 2 * layers  # one key and one value buffer per layer, shared by all rows
     k, v = entries[0].kv[0]
     assert k.shape[1] == len(entries[0].tokens) and k.untyped_storage().nbytes() > k.numel() * k.element_size()
+
+
+def test_chat_tokens_never_take_the_unknown_token_for_an_end_of_turn() -> None:
+    from types import SimpleNamespace
+
+    from arlkit.policies.chat import ChatTokens
+
+    # a tokenizer without <|im_end|>: looking it up returns the unknown token's id (3)
+    plain = SimpleNamespace(eos_token_id=2, pad_token_id=None, unk_token_id=3, convert_tokens_to_ids=lambda _: 3)
+    chat = ChatTokens(plain)
+    assert chat.eos_ids == {2} and chat.pad_id == 2
+    chatml = SimpleNamespace(eos_token_id=2, pad_token_id=0, unk_token_id=3, convert_tokens_to_ids=lambda _: 7)
+    assert ChatTokens(chatml).eos_ids == {2, 7} and ChatTokens(chatml).pad_id == 0

@@ -17,9 +17,16 @@ class ChatTokens:
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
-        eos = tokenizer.convert_tokens_to_ids("<|im_end|>")
-        self.eos_ids = {i for i in (tokenizer.eos_token_id, eos) if isinstance(i, int) and i >= 0}
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+        im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")  # the unknown token's id when there is none
+        if im_end == tokenizer.unk_token_id:
+            im_end = None
+        self.eos_ids: frozenset[int] = frozenset(
+            i for i in (tokenizer.eos_token_id, im_end) if isinstance(i, int) and i >= 0
+        )
+        """Tokens that end a turn: the tokenizer's end-of-sequence token and ChatML's ``<|im_end|>``."""
+        pad = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if isinstance(i, int)), 0)
+        self.pad_id: int = pad
+        """Padding: the tokenizer's pad token, else its end-of-sequence token, else 0."""
 
     def render(self, messages: Sequence[Message]) -> str:
         """The prompt text ending with the assistant header."""

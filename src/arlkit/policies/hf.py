@@ -33,7 +33,9 @@ import torch
 
 from arlkit.policies.attention import ATTENTION_NAME, register_attention
 from arlkit.policies.chat import ChatTokens
-from arlkit.policies.kv_cache import CachedBatch, CacheEntry, common_prefix_length, buffer_layer_class, require_cache_layers, PrefillRow, CacheStore
+from arlkit.policies.kv_cache import (
+    CacheEntry, CacheStore, CachedBatch, PrefillRow, buffer_layer_class, common_prefix_length, require_cache_layers,
+)
 from arlkit.policies.protocol import Message, PolicyError, Reply, Request
 from arlkit.policies.quiet import quiet_progress
 from arlkit.policies.registry import SamplingConfig, register_policy
@@ -193,7 +195,7 @@ class HFPolicy:
         self.max_batch_size = max_batch_size
         self.device = next(model.parameters()).device
         self.eos_ids = self._eos_ids()
-        self.pad_id = self._pad_id()
+        self.pad_id = self.chat.pad_id
         self.max_positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
         self._store = CacheStore(kv_cache_bytes)
         self._weights_version: tuple[int, ...] = ()
@@ -224,22 +226,14 @@ class HFPolicy:
     # -- setup helpers -------------------------------------------------------------------------
 
     def _eos_ids(self) -> frozenset[int]:
-        ids: set[int] = set()
-        for source in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
-            if isinstance(source, int):
-                ids.add(source)
-            elif isinstance(source, (list, tuple)):
-                ids.update(int(i) for i in source)
-        im_end = self.tokenizer.convert_tokens_to_ids("<|im_end|>")
-        if isinstance(im_end, int) and im_end != self.tokenizer.unk_token_id and im_end >= 0:
-            ids.add(im_end)
+        """The tokenizer's end-of-turn tokens plus the model's generation-config end tokens."""
+        ids = set(self.chat.eos_ids)
+        source = getattr(self.model.generation_config, "eos_token_id", None)
+        if isinstance(source, int):
+            ids.add(source)
+        elif isinstance(source, (list, tuple)):
+            ids.update(int(i) for i in source)
         return frozenset(ids)
-
-    def _pad_id(self) -> int:
-        for candidate in (self.tokenizer.pad_token_id, self.tokenizer.eos_token_id):
-            if isinstance(candidate, int):
-                return candidate
-        return 0
 
     def _plain_layers(self) -> bool:
         """KV reuse needs standard attention layers (no sliding window, no recurrent state)."""

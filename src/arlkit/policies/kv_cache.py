@@ -140,8 +140,12 @@ def buffer_layer_class() -> type:
             # finite values (a masked column still meets a zero weight: 0 * nan would be nan).
             self.kb = k.new_empty(b, h, self.capacity, k.shape[-1])
             self.vb = v.new_empty(b, h, self.capacity, v.shape[-1])
-            self.kb[:, :, : self.prefill_end] = 0
-            self.vb[:, :, : self.prefill_end] = 0
+            # Row i's padding is [0, first_new[i] - len(prefix)); one write zeroes every row's (the
+            # prefixes copied next overwrite what it covers of theirs; new tokens are written later).
+            lengths = [0 if p is None else p[0].shape[1] for p in self.prefixes] or [0]
+            pad_end = max(int(first) - n for first, n in zip(self.first_new.tolist(), lengths))
+            self.kb[:, :, :pad_end] = 0
+            self.vb[:, :, :pad_end] = 0
             for row, prefix in enumerate(self.prefixes):
                 if prefix is not None:
                     end = int(self.first_new[row])
