@@ -7,7 +7,7 @@ TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.arlkit-installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-stress bench clean
 
 $(STAMP): pyproject.toml Makefile
 	./scripts/install-system-deps.sh
@@ -23,6 +23,14 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The sandbox suite with two CPU-burning processes beside it (docs/sandbox.md): it must pass under
+# load too. The burners are killed when the suite ends, however it ends.
+test-stress: $(STAMP)
+	@sh -c 'while :; do :; done' & b1=$$!; sh -c 'while :; do :; done' & b2=$$!; \
+	trap 'kill $$b1 $$b2 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
+	echo "CPU burners running: $$b1 $$b2"; \
+	$(BIN)/python -m pytest tests/sandbox
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from arlkit.envs import make
 from arlkit.envs.sql import SqlEnv
-from arlkit.envs.sqlsafe import QueryLimits, ReadOnlyDatabase
+from arlkit.envs.sqlsafe import HEAP_LIMIT_BYTES, QueryLimits, ReadOnlyDatabase, format_result
 
 TIMEOUT = 0.5
 
@@ -164,3 +165,54 @@ def test_database_file_is_opened_read_only(env: SqlEnv) -> None:
     result = db.execute("DELETE FROM student")
     db.close()
     assert not result.ok and "readonly" in (result.error or "").replace("-", "").replace(" ", "")
+
+
+def _temp_files_while(action) -> list[str]:  # type: ignore[no-untyped-def]
+    """SQLite temp files (``etilqs_*``) this process holds open while ``action()`` runs."""
+    seen: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    target = os.readlink(f"/proc/self/fd/{fd}")
+                except OSError:
+                    continue
+                if "etilqs" in target:
+                    seen.append(target)
+            done.wait(0.002)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        action()
+    finally:
+        done.set()
+        watcher.join()
+    return seen
+
+
+def test_a_growing_recursive_query_stays_in_memory_and_ends_at_the_cap(env: SqlEnv) -> None:
+    # A recursive UNION keeps every distinct row it made; by default SQLite spills that table to
+    # temp files on the host disk (gigabytes within the time limit). Here it grows in memory only
+    # and stops at the heap cap with a clear error, well before its (generous) time limit.
+    sql = (
+        "WITH RECURSIVE r(x, pad) AS (SELECT 1, randomblob(1000) UNION SELECT x + 1, randomblob(1000) FROM r) "
+        "SELECT count(*) FROM r"
+    )
+    db = ReadOnlyDatabase(university(env), QueryLimits(timeout_s=120.0))
+    results = []
+    try:
+        start = time.monotonic()
+        temp_files = _temp_files_while(lambda: results.append(db.execute(sql)))
+        elapsed = time.monotonic() - start
+        after = db.execute("SELECT count(*) FROM student")
+    finally:
+        db.close()
+    result = results[0]
+    assert temp_files == [], f"temp files on disk: {sorted(set(temp_files))[:3]}"
+    assert not result.ok and not result.timed_out and elapsed < 120.0
+    assert f"the memory limit of {HEAP_LIMIT_BYTES >> 20} MiB" in format_result(result)
+    assert format_result(result).startswith("Error executing query: out of memory")
+    assert after.ok and after.rows == ((600,),)  # the connection still works

@@ -86,15 +86,24 @@ def _fd_targets() -> dict[int, str]:
     return out
 
 
+LEAK_DEADLINE_S = 60.0
+"""How long the footprint may take to return to its state before a run. A killed sandbox's processes
+can take seconds to exit on a loaded machine (tearing down a tmpfs of 65,536 files, say), and other
+threads of the test process may hold a descriptor for a moment: the check waits for the footprint
+to come back, and only one that stays different this long is a leak."""
+
+
 def assert_no_leak(before: Footprint, tmp_root: str) -> None:
-    """Compare with ``before``; other threads of the test process (left by other test modules) may
-    hold a descriptor for a moment, so a difference must persist for a second to count."""
+    """Wait until the footprint equals ``before``; fail if it still differs after ``LEAK_DEADLINE_S``."""
     fd_before = _fd_targets()
-    for _ in range(10):
+    deadline = time.monotonic() + LEAK_DEADLINE_S
+    while True:
         after = footprint(tmp_root)
         if after == before:
             return
-        time.sleep(0.1)
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     raise AssertionError(f"leaked: before {before}, after {after}; fds now {_fd_targets()} (at first check {fd_before})")
 
 

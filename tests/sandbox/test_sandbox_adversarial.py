@@ -233,6 +233,29 @@ def test_signal_to_itself_is_killed(level: str, run_contained: RunContained) -> 
     assert result.outcome in ("killed", "ok")
 
 
+def _payload_pids(uid: int, marker: bytes) -> list[int]:
+    """Processes of ``uid`` whose command line holds ``marker`` (the sandbox's trial runs of its
+    level probe use the same slot uid, so the uid alone does not tell the payload apart)."""
+    found = []
+    for pid in pids_of_uid(uid):
+        try:
+            if marker in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _wait_until(condition: Callable[[], object], deadline_s: float) -> bool:
+    """Poll ``condition`` until it holds or ``deadline_s`` passes (a generous bound, not a timing)."""
+    deadline = time.monotonic() + deadline_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_killing_the_parent_mid_run_takes_the_sandbox_down(level: str, sbx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     needs_namespace(level, "without a pid namespace nothing kills the program when its parent dies")
     if os.geteuid() != 0:
@@ -241,22 +264,26 @@ def test_killing_the_parent_mid_run_takes_the_sandbox_down(level: str, sbx, tmp_
     code = (
         "import sys\n"
         "from arlkit.sandbox import Sandbox, SandboxConfig\n"
-        f"config = SandboxConfig(isolation={level!r}, wall_time_s=60, cpu_time_s=60, uid_base={uid_base}, uid_slots=1)\n"
-        "Sandbox(config).run_python('import time\\nprint(\"started\", flush=True)\\ntime.sleep(300)')\n"
+        f"config = SandboxConfig(isolation={level!r}, wall_time_s=600, cpu_time_s=600, uid_base={uid_base}, uid_slots=1)\n"
+        "result = Sandbox(config).run_python('import time\\nprint(\"started\", flush=True)\\ntime.sleep(600)')\n"
+        "print('the sandboxed run returned before the parent was killed:', result, file=sys.stderr)\n"
     )
-    parent = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)})
+    log_path = tmp_path / "parent.log"
+    with open(log_path, "wb") as log:
+        parent = subprocess.Popen(
+            [sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp_path)}, stdout=log, stderr=log
+        )
     try:
-        deadline = time.monotonic() + 30
-        while not pids_of_uid(uid_base) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert pids_of_uid(uid_base), "the sandboxed program never started"
+        # Wait for the event itself (the payload running, or the parent ending without it), with a
+        # deadline only a hung machine reaches: the parent first probes its level with trial runs.
+        _wait_until(lambda: _payload_pids(uid_base, b"main.py") or parent.poll() is not None, 300)
+        running = _payload_pids(uid_base, b"main.py")
+        output = log_path.read_text(errors="replace")[-3000:]
+        assert running, f"the sandboxed program never started (parent exit status {parent.poll()}); its output:\n{output}"
     finally:
         parent.kill()
         parent.wait()
-    deadline = time.monotonic() + 5
-    while pids_of_uid(uid_base) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert pids_of_uid(uid_base) == []
+    assert _wait_until(lambda: not pids_of_uid(uid_base), 60), f"left running: {pids_of_uid(uid_base)}"
 
 
 def test_filling_the_working_directory_with_files_is_capped(level: str, run_contained: RunContained) -> None:

@@ -11,7 +11,11 @@ hooks, installed on every connection this module opens:
 - a **progress handler** with a monotonic deadline that interrupts runaway queries (a recursive
   CTE that never ends, a huge cross join under ``count(*)``);
 - fetching with a **row cap and a byte cap** (``fetchmany`` until ``max_rows + 1`` rows) that
-  reports truncation instead of materialising 100k rows.
+  reports truncation instead of materialising 100k rows;
+- **temporary data in memory, with a cap**: ``PRAGMA temp_store = MEMORY`` keeps the sorter, the
+  queue of a recursive CTE and ``DISTINCT``/``UNION`` tables off the disk (by default SQLite spills
+  them to temp files, ~100 MB in two seconds), and ``PRAGMA hard_heap_limit`` (see
+  :data:`HEAP_LIMIT_BYTES`) turns a query that outgrows it into a clear "out of memory" error.
 
 The database file itself is opened with ``mode=ro`` and never written.
 """
@@ -30,6 +34,7 @@ from typing import Any
 
 __all__ = [
     "ALLOWED_FUNCTIONS",
+    "HEAP_LIMIT_BYTES",
     "ColumnInfo",
     "QueryLimits",
     "QueryResult",
@@ -73,6 +78,11 @@ _LIMITS = {
     sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH: 1,
     sqlite3.SQLITE_LIMIT_WORKER_THREADS: 0,
 }
+
+HEAP_LIMIT_BYTES = 256 * 1024 * 1024
+"""Cap on SQLite's heap. SQLite keeps one heap limit for the whole process (``sqlite3_hard_heap_limit64``,
+which the pragma can only lower), so it is a module constant, not a per-database setting: every
+connection in this process, trusted or not, shares it; the page caches of ordinary use stay far below."""
 
 _FETCH_BATCH = 64
 _PROGRESS_EVERY = 1000  # SQLite VM instructions between two deadline checks
@@ -183,6 +193,9 @@ class ReadOnlyDatabase:
         self._deadline = 0.0
         self._denied: list[tuple[int, str | None]] = []
         self._conn = _open_readonly(self.path)
+        # Before the authorizer (which refuses every PRAGMA): temp B-trees and sorters in memory.
+        self._conn.execute("PRAGMA temp_store = MEMORY")
+        self._conn.execute(f"PRAGMA hard_heap_limit = {HEAP_LIMIT_BYTES}")
         for category, value in _LIMITS.items():
             self._conn.setlimit(category, value)
         self._conn.set_authorizer(self._authorize)
@@ -259,6 +272,12 @@ class ReadOnlyDatabase:
                 (),
                 error=f"interrupted: the query exceeded the time limit of {self.limits.timeout_s:g} s",
                 timed_out=True,
+            )
+        if isinstance(exc, MemoryError) or "out of memory" in message.lower():
+            return QueryResult(
+                (),
+                (),
+                error=f"out of memory: the query needed more than the memory limit of {HEAP_LIMIT_BYTES >> 20} MiB",
             )
         if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in message:
             message = "only one SQL statement can be run per action"

@@ -5,9 +5,10 @@ This file is executed as ``python -I -S -c <its source> <spec> <status fd>`` (th
 standard library only and never imports arlkit. Its input is the spec the parent built (trusted);
 the program it finally executes is not. Steps, in order:
 
-1. (``unshare`` level) mount what bubblewrap would have mounted: a read-only view of ``/``,
-   size-capped tmpfs on ``/tmp``, ``/var/tmp`` and ``/dev/shm``, empty tmpfs over hidden
-   directories, read-only binds of the interpreter prefix and of the input directory;
+1. (``unshare`` level) build the new root on an empty tmpfs, step by step as the spec lists them
+   (folders, symlinks, read-only binds of the allow-listed host paths, empty masks, size-capped
+   scratch tmpfs, a minimal ``/dev`` of bound device nodes, a fresh ``/proc``, the input
+   directory), make it read-only, ``pivot_root`` into it and detach the host's mounts;
    (``bwrap`` level as root) cap the number of files on bubblewrap's tmpfs mounts;
 2. copy the input files into the fresh working directory;
 3. (``unshare`` level only) fork, the parent staying behind as the namespace's init;
@@ -15,7 +16,8 @@ the program it finally executes is not. Steps, in order:
 4. drop privileges (root parent only): empty capability bounding set, no supplementary groups,
    the slot's uid/gid, no inheritable or ambient capabilities, ``no_new_privs``, parent-death
    signal re-armed (a uid change clears it);
-5. ``execve`` the payload with the minimal environment.
+5. install the seccomp filter the parent built (``arlkit/sandbox/seccomp.py``);
+6. ``execve`` the payload with the minimal environment.
 
 Any failure before ``execve`` is written to the status descriptor (close-on-exec, so the payload
 never sees it) and ends the launcher with status 125.
@@ -34,9 +36,12 @@ TYPE_CHECKING = False  # the launcher starts fast: typing is imported for the ty
 if TYPE_CHECKING:
     from typing import Any
 
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 32, 4096, 16384
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
-PR_CAP_AMBIENT_CLEAR_ALL = 4
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC = 1, 2, 4, 8, 32, 4096, 16384
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_SECCOMP, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 22, 24, 38, 47
+PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_MODE_FILTER = 4, 2
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"))
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
@@ -46,6 +51,10 @@ class _CapHeader(ctypes.Structure):
 
 class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
 def _libc() -> ctypes.CDLL:
@@ -65,33 +74,77 @@ def _mount(libc: ctypes.CDLL, source: str | None, target: str, fstype: str | Non
     _check(libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
 
 
-def _do_mounts(libc: ctypes.CDLL, mounts: list[list[Any]]) -> None:
-    # Bind sources may lie under directories hidden later: open them all first.
-    fds = {}
-    for op in mounts:
-        if op[0] == "bind_ro":
-            fds[op[1]] = os.open(op[1], os.O_PATH | os.O_CLOEXEC)
-    for op in mounts:
-        kind = op[0]
-        if kind == "remount_ro":
-            _mount(libc, None, op[1], None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
-        elif kind == "tmpfs":
-            _, target, size, mode, inodes = op
-            os.makedirs(target, mode=0o755, exist_ok=True)
-            options = f"size={size},mode={mode:o},nr_inodes={inodes}"
-            _mount(libc, "tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options)
-        elif kind == "remount_inodes":
-            _, target, size, inodes = op
-            _mount(libc, None, target, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, f"size={size},nr_inodes={inodes}")
-        elif kind == "bind_ro":
-            _, source, target = op
-            os.makedirs(target, mode=0o755, exist_ok=True)
-            _mount(libc, f"/proc/self/fd/{fds[source]}", target, None, MS_BIND | MS_REC, None)
-            _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+def _remount_inodes(libc: ctypes.CDLL, mounts: list[list[Any]]) -> None:
+    for _, target, size, inodes in mounts:
+        _mount(libc, None, target, None, MS_REMOUNT | MS_NOSUID | MS_NODEV, f"size={size},nr_inodes={inodes}")
+
+
+def _bind(libc: ctypes.CDLL, source: str, target: str, flags: int) -> None:
+    if not os.path.lexists(target):
+        if os.path.isdir(source):
+            os.mkdir(target, 0o755)
         else:
-            raise ValueError(f"unknown mount op {kind!r}")
-    for fd in fds.values():
-        os.close(fd)
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+    _mount(libc, source, target, None, MS_BIND | MS_REC, None)
+    _mount(libc, None, target, None, MS_REMOUNT | MS_BIND | flags, None)
+
+
+def _tmpfs(libc: ctypes.CDLL, target: str, size: int, mode: int, inodes: int) -> None:
+    if not os.path.isdir(target):
+        os.mkdir(target, 0o755)
+    _mount(libc, "tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode={mode:o},nr_inodes={inodes}")
+
+
+def _build_root(libc: ctypes.CDLL, spec: dict[str, Any]) -> None:
+    """Build the program's file system on an empty tmpfs at ``spec["root"]`` and move into it."""
+    root = spec["root"]
+    _tmpfs(libc, root, 1 << 20, 0o755, 4096)
+    read_only_later = []
+    for op in spec["view"]:
+        kind = op[0]
+        where = op[2] if kind in ("bind", "symlink") else op[1]
+        target = root + where
+        if kind == "dir":
+            if not os.path.isdir(target):
+                os.mkdir(target, 0o755)
+        elif kind == "symlink":
+            os.symlink(op[1], target)
+        elif kind == "bind":
+            _bind(libc, op[1], target, MS_RDONLY | MS_NOSUID | MS_NODEV)
+        elif kind == "tmpfs":
+            _tmpfs(libc, target, op[2], op[3], op[4])
+        elif kind == "mask" and op[2] == "dir":
+            _tmpfs(libc, target, 4096, 0o555, 16)
+            read_only_later.append(target)  # folders bound inside it are created first
+        elif kind == "mask":
+            _bind(libc, spec["empty"], target, MS_RDONLY | MS_NOSUID | MS_NODEV)
+        elif kind == "dev":
+            _tmpfs(libc, target, 65536, 0o755, 64)
+            for name in DEVICES:
+                _bind(libc, "/dev/" + name, f"{target}/{name}", MS_NOSUID | MS_NOEXEC)
+            for name, link in DEV_LINKS:
+                os.symlink(link, f"{target}/{name}")
+        elif kind == "proc":
+            os.mkdir(target, 0o555)
+            _mount(libc, "proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        else:
+            raise ValueError(f"unknown view step {kind!r}")
+    for target in read_only_later + [root]:
+        _mount(libc, None, target, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    if spec["pivot_root_nr"] < 0:
+        raise OSError(f"no pivot_root system call number for {os.uname().machine}")
+    os.chdir(root)
+    # pivot_root(".", ".") stacks the old root on top of the new one; detaching it leaves the new
+    # root alone in this mount namespace (pivot_root(2), "NOTES").
+    _check(libc.syscall(ctypes.c_long(spec["pivot_root_nr"]), b".", b"."), "pivot_root")
+    _check(libc.umount2(b".", MNT_DETACH), "umount old root")
+    os.chdir("/")
+
+
+def _install_seccomp(libc: ctypes.CDLL, program: bytes) -> None:
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
 
 
 def _copy_tree(src: str, dst: str, uid: int | None, gid: int | None) -> None:
@@ -152,9 +205,12 @@ def main() -> None:
         os.umask(0o022)
         libc = _libc()
         uid, gid = spec["uid"], spec["gid"]
+        if spec["root"]:
+            step = "root"
+            _build_root(libc, spec)
         if spec["mounts"]:
             step = "mounts"
-            _do_mounts(libc, spec["mounts"])
+            _remount_inodes(libc, spec["mounts"])
         workdir = spec["workdir"]
         if spec["copy_from"]:
             step = "workdir"
@@ -174,6 +230,9 @@ def main() -> None:
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         if spec["pdeathsig"]:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if spec["seccomp"]:
+            step = "seccomp"
+            _install_seccomp(libc, spec["seccomp"])
         step = "exec"
         os.chdir(workdir)
         argv = spec["argv"]

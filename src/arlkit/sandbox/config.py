@@ -30,8 +30,10 @@ class SandboxConfig:
             it); the whole sandbox is killed when it is reached.
         cpu_time_s: CPU-time limit of each sandboxed process (``RLIMIT_CPU``; SIGXCPU, then SIGKILL
             one second later).
-        memory_mb: address-space limit of each sandboxed process (``RLIMIT_AS``). Below ~128 MiB
-            even ``import numpy`` fails unless BLAS threads are pinned to 1, which the sandbox does.
+        memory_mb: address-space limit of each sandboxed process (``RLIMIT_AS``) and, where the
+            machine delegates a cgroup v2 (see ``cgroup_parent``), the memory of the whole run
+            (``memory.max``: every process, tmpfs files and memfds included). Below ~128 MiB even
+            ``import numpy`` fails unless BLAS threads are pinned to 1, which the sandbox does.
         max_processes: processes and threads the sandbox user may own at once (``RLIMIT_NPROC``);
             enforced only when the program runs under a non-root uid (levels ``unshare`` and
             ``bwrap`` as root, or any level as a normal user).
@@ -49,9 +51,14 @@ class SandboxConfig:
         uid_slots: number of such uids, i.e. the most runs that may be in flight at once on this
             machine (across processes, coordinated by lock files).
         python: interpreter for :meth:`Sandbox.run_python` (empty: the running interpreter).
-        hide_paths: extra directories that look empty inside the sandbox (namespaced levels), e.g.
-            the folder holding a task set's hidden tests; ``/root``, ``/home`` and ``/run`` are
-            always hidden, and the interpreter's own folders are mounted back read-only.
+        hide_paths: folders that look empty inside the sandbox (namespaced levels), e.g. the
+            folder holding a task set's hidden tests. The namespaced levels show an allow-list of
+            host paths only (``docs/sandbox.md``), so this matters for folders inside it (an
+            interpreter's ``site-packages``); the interpreter's own folders are always shown.
+        cgroup_parent: where per-run cgroups are made: ``auto`` (the cgroup this process runs
+            in, when it is cgroup v2 with the memory controller delegated), ``off``, or the path
+            of a delegated cgroup v2 folder. Without one, the seccomp filter and the tmpfs caps
+            bound memory outside ``RLIMIT_AS`` (``docs/sandbox.md``).
     """
 
     wall_time_s: float = 10.0
@@ -68,6 +75,7 @@ class SandboxConfig:
     uid_slots: int = 64
     python: str = ""
     hide_paths: tuple[str, ...] = ()
+    cgroup_parent: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.wall_time_s > 0:
@@ -89,5 +97,9 @@ class SandboxConfig:
         for path in self.hide_paths:
             if not path.startswith("/") or path.rstrip("/") in ("", "/tmp", "/proc", "/dev"):
                 raise ValueError(f"hide_paths must be absolute folders other than /, /tmp, /proc, /dev; got {path!r}")
+        if self.cgroup_parent not in ("auto", "off") and not self.cgroup_parent.startswith("/sys/fs/cgroup/"):
+            raise ValueError(
+                f"cgroup_parent must be auto, off, or a folder under /sys/fs/cgroup/; got {self.cgroup_parent!r}"
+            )
         if not 1 <= self.uid_slots <= 4096:
             raise ValueError(f"uid_slots must be between 1 and 4096, got {self.uid_slots}")

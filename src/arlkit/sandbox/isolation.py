@@ -2,23 +2,25 @@
 
 Three levels, weakest first (``docs/sandbox.md`` has the full threat model):
 
-- ``none``: a new session, resource limits, a wall clock kept by the parent, a fresh working
-  directory and a minimal environment. The program runs as the calling user.
-- ``unshare`` (root only; util-linux ``unshare``): new pid, network, mount, IPC and UTS namespaces;
-  inside, the launcher remounts ``/`` read-only, mounts size-capped tmpfs on ``/tmp``, ``/var/tmp``
-  and ``/dev/shm``, hides ``/root``, ``/home``, ``/run`` and ``hide_paths``, and runs the program
-  under a per-slot non-root uid with no capabilities.
-- ``bwrap`` (bubblewrap): the same view built by bubblewrap, plus a minimal ``/dev`` and the
-  read-only bind of ``/`` applied recursively. Works as root (uid drop as above) and, where
-  unprivileged user namespaces are allowed, as a normal user.
+- ``none``: a new session, resource limits, the seccomp filter (:mod:`arlkit.sandbox.seccomp`),
+  a wall clock kept by the parent, a fresh working directory and a minimal environment. The
+  program runs as the calling user and sees the host's file system.
+- ``unshare`` (root only; util-linux ``unshare``): new pid, network, mount, IPC, UTS and cgroup
+  namespaces; inside, the launcher builds a new root on an empty tmpfs (the allow-listed view of
+  :mod:`arlkit.sandbox.fsview`, a minimal ``/dev``, a fresh ``/proc``, size-capped scratch
+  tmpfs), moves into it with ``pivot_root`` and detaches the host's mounts, then runs the
+  program under a per-slot non-root uid with no capabilities.
+- ``bwrap`` (bubblewrap): the same view built by bubblewrap on its own empty root. Works as root
+  (uid drop as above) and, where unprivileged user namespaces are allowed, as a normal user.
 """
 
 from __future__ import annotations
 
+import functools
 import marshal
 import os
+import platform
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -27,21 +29,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arlkit.sandbox import seccomp
 from arlkit.sandbox.config import ISOLATION_LEVELS, SandboxConfig, level_rank
+from arlkit.sandbox.fsview import Op, etc_files, order_ops, system_view
 
-__all__ = ["LaunchPlan", "available_levels", "build_plan", "is_root", "resolve_level"]
+__all__ = ["LaunchPlan", "available_levels", "build_plan", "is_root", "resolve_level", "seccomp_filter"]
 
 WORKDIR = "/tmp/work"
 INPUT_MOUNT = "/tmp/.input"
-ALWAYS_HIDDEN = ("/root", "/home", "/run")
-PRIVATE_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
 LAUNCHER_SOURCE = (Path(__file__).with_name("_launcher.py")).read_text(encoding="utf-8")
 _BWRAP_ROOT_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_CHOWN", "CAP_SYS_ADMIN")
+_MASK_BYTES = 4096
 
 
 def is_root() -> bool:
     """Whether this process runs as root (then programs run under a per-slot uid)."""
     return os.geteuid() == 0
+
+
+@functools.lru_cache(maxsize=1)
+def seccomp_filter() -> bytes:
+    """The seccomp filter for this machine (empty where :mod:`arlkit.sandbox.seccomp` has no table)."""
+    try:
+        return seccomp.build_filter()
+    except ValueError:
+        return b""
 
 
 @dataclass(frozen=True)
@@ -57,61 +69,6 @@ class LaunchPlan:
     argv: list[str]
     cwd: str
     workdir: str
-
-
-def _world_searchable(path: str) -> bool:
-    try:
-        return bool(os.stat(path).st_mode & stat.S_IXOTH)
-    except OSError:
-        return False
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _interpreter_dirs(python: str) -> list[str]:
-    """Folders an interpreter needs: the prefix of its path and of its real path (a venv and the
-    Python it links to), and, for the running interpreter, ``sys.prefix`` and ``sys.base_prefix``."""
-    dirs = {os.path.dirname(os.path.dirname(os.path.abspath(python)))}
-    dirs.add(os.path.dirname(os.path.dirname(os.path.realpath(python))))
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
-        dirs |= {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
-    return sorted({os.path.realpath(d) for d in dirs} | {os.path.abspath(d) for d in dirs})
-
-
-def _view_ops(config: SandboxConfig, python: str) -> list[tuple[str, str]]:
-    """The mounts that hide folders and bind the interpreter back, in the order to apply them.
-
-    Hidden: ``/root``, ``/home``, ``/run``, ``config.hide_paths``, and any ancestor of the
-    interpreter's folders that the sandbox user could not search (``/root`` with mode 0700, say).
-    Exposed: the interpreter's folders under a hidden one, bound back read-only. Ordered by depth,
-    a hide before a bind at the same depth, so each mount lands on top of its parent's.
-    """
-    hidden = [d for d in ALWAYS_HIDDEN if os.path.isdir(d) and not os.path.islink(d)]
-    hidden += [os.path.abspath(h) for h in config.hide_paths if os.path.isdir(h)]
-    # The launcher runs on this interpreter; the program on ``python``: both must stay reachable.
-    needed = sorted(set(_interpreter_dirs(sys.executable)) | set(_interpreter_dirs(python)))
-    for path in needed:
-        parts = Path(path).parts
-        for i in range(2, len(parts) + 1):
-            ancestor = str(Path(*parts[:i]))
-            if any(_under(ancestor, h) for h in hidden):
-                break
-            if not _world_searchable(ancestor):
-                hidden.append(ancestor)
-                break
-    covered = hidden + list(PRIVATE_TMPFS)  # an interpreter under /tmp must be bound back too
-    exposed = [p for p in needed if os.path.isdir(p) and p != "/" and any(_under(p, h) for h in covered)]
-    # Bind the outermost folders only (a prefix covers the folders below it)...
-    exposed = [p for p in exposed if not any(q != p and _under(p, q) for q in exposed)]
-    # ...and skip a hide that sits inside another hidden folder with nothing bound in between.
-    hidden = [
-        h for h in dict.fromkeys(hidden)
-        if not any(o != h and _under(h, o) and not any(_under(h, e) and _under(e, o) for e in exposed) for o in hidden)
-    ]  # fmt: skip
-    ops = [("tmpfs", h) for h in hidden] + [("bind", p) for p in exposed]
-    return sorted(ops, key=lambda op: (len(Path(op[1]).parts), op[0] == "bind", op[1]))
 
 
 def _rlimits(config: SandboxConfig, set_nproc: int | None) -> dict[str, list[int]]:
@@ -145,6 +102,53 @@ def _tasks_of_uid(uid: int) -> int:
     return total
 
 
+_RUN_INPUT = "\0run input"  # stands for run_dir/in in the cached order of the view
+
+
+def _view(config: SandboxConfig, run_dir: str, uid: int | None) -> tuple[list[Op], str]:
+    """Every step that builds the program's file system at a namespaced level, in order, and the
+    empty file that masks files."""
+    from arlkit.sandbox.slots import state_dir  # local: slots imports nothing from here
+
+    python = config.python or sys.executable
+    tmp_bytes = config.tmpfs_mb * 1024 * 1024
+    side_bytes = max(tmp_bytes // 4, 1024 * 1024)
+    ops = list(system_view(tuple(sorted({python, sys.executable})), config.hide_paths))
+    etc, empty = etc_files(state_dir(), os.getuid() if uid is None else uid, os.getgid() if uid is None else uid)
+    ops += etc
+    # nr_inodes caps the number of files (bubblewrap has no option for it: see build_plan).
+    ops += [("tmpfs", "/tmp", tmp_bytes, 0o1777, 65536), ("tmpfs", "/var/tmp", side_bytes, 0o1777, 4096)]
+    ops += [("dev", "/dev"), ("tmpfs", "/dev/shm", side_bytes, 0o1777, 4096), ("proc", "/proc")]
+    ops.append(("bind", _RUN_INPUT, INPUT_MOUNT))
+    input_dir = os.path.join(run_dir, "in")
+    return [("bind", input_dir, INPUT_MOUNT) if op[1] == _RUN_INPUT else op for op in order_ops(ops)], empty
+
+
+def _bwrap_args(ops: list[Op], empty_file: str) -> list[str]:
+    args: list[str] = []
+    for op in ops:
+        kind = op[0]
+        if kind == "tmpfs":
+            args += ["--size", str(op[2]), "--perms", f"{op[3]:04o}", "--tmpfs", op[1]]
+        elif kind == "dev":
+            args += ["--dev", op[1]]
+        elif kind == "proc":
+            args += ["--proc", op[1]]
+        elif kind == "dir":
+            args += ["--perms", "0755", "--dir", op[1]]
+        elif kind == "symlink":
+            args += ["--symlink", op[1], op[2]]
+        elif kind == "bind":
+            args += ["--ro-bind", op[1], op[2]]
+        elif kind == "mask" and op[2] == "dir":
+            args += ["--size", str(_MASK_BYTES), "--perms", "0555", "--tmpfs", op[1]]
+        elif kind == "mask":
+            args += ["--ro-bind", empty_file, op[1]]
+        else:
+            raise ValueError(f"unknown view step {kind!r}")
+    return args + ["--remount-ro", "/"]
+
+
 def build_plan(
     level: str,
     config: SandboxConfig,
@@ -157,7 +161,6 @@ def build_plan(
     """The command that runs ``argv`` at ``level``; ``run_dir/in`` holds the input files."""
     level_rank(level)
     input_dir = os.path.join(run_dir, "in")
-    python = config.python or sys.executable
     gid = uid
     if uid is not None:
         nproc: int | None = config.max_processes
@@ -167,6 +170,9 @@ def build_plan(
         nproc = _tasks_of_uid(os.getuid()) + config.max_processes
     spec: dict[str, Any] = {
         "mounts": [],
+        "root": None,
+        "view": [],
+        "pivot_root_nr": -1,
         "copy_from": INPUT_MOUNT if level != "none" else None,
         "workdir": WORKDIR if level != "none" else input_dir,
         "uid": uid,
@@ -174,64 +180,41 @@ def build_plan(
         "rlimits": _rlimits(config, nproc),
         "pdeathsig": level != "none",
         "fork_init": level == "unshare",
+        "seccomp": seccomp_filter(),
         "argv": argv,
         "env": env,
     }
-    tmp_bytes = config.tmpfs_mb * 1024 * 1024
-    side_bytes = max(tmp_bytes // 4, 1024 * 1024)
-    view = _view_ops(config, python)
-    if level == "unshare":
-        mounts: list[list[object]] = [["remount_ro", "/"]]
-        # nr_inodes caps the number of files too (bubblewrap has no option for it).
-        mounts += [["tmpfs", "/tmp", tmp_bytes, 0o1777, 65536], ["tmpfs", "/var/tmp", side_bytes, 0o1777, 4096]]
-        mounts += [["tmpfs", "/dev/shm", side_bytes, 0o1777, 4096]]
-        for kind, path in view:
-            mounts.append(["tmpfs", path, 1024 * 1024, 0o755, 1024] if kind == "tmpfs" else ["bind_ro", path, path])
-        mounts += [["bind_ro", input_dir, INPUT_MOUNT]]
-        spec["mounts"] = mounts
-    launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, marshal.dumps(spec).hex(), str(status_fd)]
+
+    def launcher() -> list[str]:
+        return [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, marshal.dumps(spec).hex(), str(status_fd)]
+
     if level == "none":
-        return LaunchPlan(launcher, input_dir, input_dir)
+        return LaunchPlan(launcher(), input_dir, input_dir)
+    ops, empty_file = _view(config, run_dir, uid)
     if level == "unshare":
+        root = os.path.join(run_dir, "root")
+        os.mkdir(root, 0o700)
+        spec.update(root=root, view=[list(op) for op in ops], empty=empty_file)
+        if platform.machine() in seccomp.SUPPORTED_MACHINES:  # else the launcher reports the missing number
+            spec["pivot_root_nr"] = seccomp.syscall_number("pivot_root")
         # setpriv --pdeathsig: if the parent process dies, unshare is killed, and with it (through
         # --kill-child) the namespace's init and every process in the namespace.
         wrapper = ["setpriv", "--pdeathsig", "KILL"] if shutil.which("setpriv") else []
         wrapper += ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child"]
-        wrapper += ["--net", "--ipc", "--uts", "--mount-proc", "--"]
-        return LaunchPlan(wrapper + launcher, run_dir, WORKDIR)
+        wrapper += ["--net", "--ipc", "--uts", "--cgroup", "--"]
+        return LaunchPlan(wrapper + launcher(), run_dir, WORKDIR)
     args = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    args += ["--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    args += ["--size", str(tmp_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
-    for side in ("/var/tmp", "/dev/shm"):
-        args += ["--size", str(side_bytes), "--perms", "1777", "--tmpfs", side]
-    tmpfs_roots: list[str] = list(PRIVATE_TMPFS)
-    for kind, path in view:
-        if kind == "tmpfs":
-            tmpfs_roots.append(path)
-            args += ["--size", str(1024 * 1024), "--perms", "0755", "--tmpfs", path]
-            continue
-        # bubblewrap creates missing mount points with mode 0700: make the way there searchable.
-        root = max((h for h in tmpfs_roots if _under(path, h)), key=len, default=None)
-        if root is not None:
-            rel = Path(path).relative_to(root).parts
-            for i in range(1, len(rel)):
-                args += ["--perms", "0755", "--dir", str(Path(root, *rel[:i]))]
-        args += ["--ro-bind", path, path]
-    args += ["--ro-bind", input_dir, INPUT_MOUNT, "--chdir", "/tmp"]
+    args += ["--die-with-parent", "--new-session"]
+    args += _bwrap_args(ops, empty_file) + ["--chdir", "/tmp"]
     if is_root():
         for cap in _BWRAP_ROOT_CAPS:
             args += ["--cap-add", cap]
         # bubblewrap caps a tmpfs's size, not its number of files: the launcher (which holds
         # CAP_SYS_ADMIN until it drops every capability) remounts them with nr_inodes.
-        spec["mounts"] = [
-            ["remount_inodes", "/tmp", tmp_bytes, 65536],
-            ["remount_inodes", "/var/tmp", side_bytes, 4096],
-            ["remount_inodes", "/dev/shm", side_bytes, 4096],
-        ]
-        launcher[-2] = marshal.dumps(spec).hex()
+        spec["mounts"] = [["remount_inodes", op[1], op[2], op[4]] for op in ops if op[0] == "tmpfs"]
     else:
         args += ["--unshare-user", "--disable-userns"]
-    return LaunchPlan(args + ["--"] + launcher, run_dir, WORKDIR)
+    return LaunchPlan(args + ["--"] + launcher(), run_dir, WORKDIR)
 
 
 _PROBED: dict[tuple[str, str], str | None] = {}

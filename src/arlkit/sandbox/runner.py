@@ -21,14 +21,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
+from arlkit.sandbox.cgroup import RunCgroup, find_parent
 from arlkit.sandbox.config import SandboxConfig
-from arlkit.sandbox.isolation import build_plan, resolve_level
-from arlkit.sandbox.result import SandboxError, SandboxResult, classify
+from arlkit.sandbox.isolation import build_plan, resolve_level, seccomp_filter
+from arlkit.sandbox.result import SandboxError, SandboxResult, SandboxUnavailable, classify
 from arlkit.sandbox.slots import acquire_uid
 
 __all__ = ["Sandbox", "minimal_env"]
 
 _READ_CHUNK = 65536
+_WRAPPER_PIDS = 4  # sh/setpriv/unshare/bwrap and the namespace's init, beside max_processes
 _DRAIN_GRACE_S = 0.2
 _THREAD_VARS = (
     "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -62,12 +64,26 @@ class Sandbox:
     """Runs untrusted programs under :class:`SandboxConfig` limits; safe to share between threads.
 
     The isolation level is decided once, when the sandbox is built (``SandboxUnavailable`` if it
-    is below ``config.min_isolation``), and recorded in every result.
+    is below ``config.min_isolation``), and recorded in every result; so is the memory bound,
+    described in :attr:`memory_guard`.
     """
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
         self.config = config or SandboxConfig()
         self.isolation = resolve_level(self.config)
+        parent, why = find_parent(self.config.cgroup_parent)
+        if parent is None and self.config.cgroup_parent not in ("auto", "off"):
+            raise SandboxUnavailable(f"cgroup_parent {self.config.cgroup_parent!r} cannot be used: {why}")
+        self._cgroup_parent = parent
+        if parent is not None:
+            self.memory_guard = f"cgroup: memory.max {self.config.memory_mb} MiB per run under {parent}"
+        elif seccomp_filter():
+            self.memory_guard = (
+                "fallback: seccomp refuses memfd_create and SysV shm, tmpfs sizes capped "
+                f"(no cgroup: {why})"
+            )
+        else:
+            self.memory_guard = f"RLIMIT_AS per process and tmpfs caps only (no cgroup: {why}; no seccomp table here)"
 
     # -- public entry points ---------------------------------------------------------------------
     def run_python(
@@ -147,12 +163,23 @@ class Sandbox:
         self, run_dir: str, argv: list[str], uid: int | None, stdin_file: BinaryIO, wall: float, cap: int
     ) -> SandboxResult:
         status_r, status_w = os.pipe()
+        cgroup: RunCgroup | None = None
+        oom_killed = False
         try:
             env = minimal_env("/tmp/work" if self.isolation != "none" else os.path.join(run_dir, "in"))
             plan = build_plan(self.isolation, self.config, run_dir, argv, env, uid, status_w)
+            prefix: list[str] = []
+            if self._cgroup_parent is not None:
+                try:
+                    cgroup = RunCgroup(
+                        self._cgroup_parent, self.config.memory_mb * 1024 * 1024, self.config.max_processes + _WRAPPER_PIDS
+                    )
+                except OSError as exc:
+                    raise SandboxError(f"cannot create the run's cgroup under {self._cgroup_parent}: {exc}") from exc
+                prefix = cgroup.join_prefix()
             start = time.monotonic()
             proc = subprocess.Popen(
-                plan.argv,
+                prefix + plan.argv,
                 cwd=plan.cwd,
                 stdin=stdin_file,
                 stdout=subprocess.PIPE,
@@ -171,6 +198,10 @@ class Sandbox:
                 assert proc.stdout is not None and proc.stderr is not None
                 proc.stdout.close()
                 proc.stderr.close()
+                if cgroup is not None:
+                    oom_killed = cgroup.oom_killed()
+                    cgroup.close()
+                    cgroup = None
             os.set_blocking(status_r, False)
             try:
                 status = os.read(status_r, 4096)
@@ -182,10 +213,14 @@ class Sandbox:
             os.close(status_r)
             if status_w >= 0:
                 os.close(status_w)
+            if cgroup is not None:
+                cgroup.close()
         code = proc.returncode
         exit_code, signum = _decode_status(code, self.isolation)
         stderr_text = bytes(err[:cap]).decode("utf-8", errors="replace")
         outcome = classify(exit_code, signum, stderr_text, timed_out=timed_out, output_exceeded=exceeded)
+        if oom_killed and outcome not in ("timeout", "output_limit"):
+            outcome = "memory"  # the kernel killed the run at memory.max
         if timed_out or exceeded:
             exit_code, signum = None, signal.SIGKILL
         return SandboxResult(

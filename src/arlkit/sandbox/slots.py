@@ -20,22 +20,34 @@ from collections.abc import Iterator
 
 from arlkit.sandbox.config import SandboxConfig
 
-__all__ = ["acquire_uid", "kill_uid", "pids_of_uid"]
+__all__ = ["acquire_uid", "kill_uid", "pids_of_uid", "state_dir"]
 
 _LOCK_DIR = os.path.join(tempfile.gettempdir(), "arlkit-sandbox-slots")
+RELEASE_TIMEOUT_S = 60.0
+"""How long a run's end waits for the slot uid's last processes to exit before freeing the slot."""
 
 
-def _lock_dir() -> str:
+def _own_dir(path: str) -> str:
     from arlkit.sandbox.result import SandboxError
 
     try:
-        os.mkdir(_LOCK_DIR, 0o700)
+        os.mkdir(path, 0o700)
     except FileExistsError:
         pass
-    st = os.lstat(_LOCK_DIR)
-    if not os.path.isdir(_LOCK_DIR) or os.path.islink(_LOCK_DIR) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        raise SandboxError(f"{_LOCK_DIR} must be a folder owned by uid {os.geteuid()} and not writable by others")
-    return _LOCK_DIR
+    st = os.lstat(path)
+    if not os.path.isdir(path) or os.path.islink(path) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise SandboxError(f"{path} must be a folder owned by uid {os.geteuid()} and not writable by others")
+    return path
+
+
+def _lock_dir() -> str:
+    return _own_dir(_LOCK_DIR)
+
+
+def state_dir() -> str:
+    """The sandbox's folder for state shared by runs (slot locks, the synthetic ``/etc`` files):
+    owned by this user and writable by no one else (one per user: a normal user cannot own root's)."""
+    return _lock_dir() if os.geteuid() == 0 else _own_dir(f"{_LOCK_DIR}-{os.geteuid()}")
 
 
 def pids_of_uid(uid: int) -> list[int]:
@@ -94,12 +106,17 @@ def acquire_uid(config: SandboxConfig, level: str, timeout_s: float = 120.0) -> 
                 os.close(fd)
                 continue
             uid = config.uid_base + slot
+            # A previous holder killed mid-run may have left processes behind; a slot whose
+            # leftovers do not die is skipped, never shared with them.
+            if not kill_uid(uid):
+                os.close(fd)
+                continue
             try:
-                # A previous holder killed mid-run may have left processes behind.
-                kill_uid(uid)
                 yield uid
             finally:
-                kill_uid(uid)
+                # The processes of a big run (a fork bomb, a tmpfs of 65,536 files to tear down)
+                # can take seconds to exit on a loaded machine: the slot is free once they are gone.
+                kill_uid(uid, timeout_s=RELEASE_TIMEOUT_S)
                 os.close(fd)  # releases the lock
             return
         if time.monotonic() > deadline:
