@@ -56,6 +56,9 @@ REJECTED = [
     ("(" * 300 + ")" * 300, "not valid call syntax"),
     ("x" * 5000, "characters long; the limit is 4000"),
     ("ls()\x00", "not valid call syntax"),
+    # ast.parse accepts a repeated keyword (Python's compiler refuses it): the call would keep the last value
+    ("cd(folder='a', folder='b')", "keyword argument 'folder' is given twice in cd()"),
+    ("[ls(), mv(source='a', destination='b', source='c')]", "keyword argument 'source' is given twice in mv()"),
 ]
 
 
@@ -108,3 +111,22 @@ def test_parsing_never_raises_anything_else(text: str) -> None:
     except CallSyntaxError:
         return
     assert all(isinstance(c, Call) and c.name.isidentifier() for c in calls)
+
+
+def test_python_itself_refuses_what_the_parser_refuses_as_a_repeated_keyword() -> None:
+    with pytest.raises(SyntaxError, match="repeated"):
+        compile("cd(folder='a', folder='b')", "<action>", "exec")
+    assert parse_calls("cd(folder='a', other='b')")[0].kwargs == (("folder", "a"), ("other", "b"))
+
+
+def test_a_repeated_keyword_is_an_invalid_action_with_no_side_effect() -> None:
+    from arlkit.envs import make
+
+    env = make("tools")
+    task = env.tasks("test", 1)[0]
+    env.reset(task, 0)
+    key = env.state_key()
+    result = env.step("cd(folder='a', folder='b')")
+    assert (result.valid, result.done, result.reward) == (False, False, 0.0)
+    assert "keyword argument 'folder' is given twice in cd()" in result.observation
+    assert env.state_key() == key

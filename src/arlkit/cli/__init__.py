@@ -3,17 +3,21 @@
 Each sub-command lives in its own module of this package and exposes ``register(subparsers)``,
 which adds its parser and sets ``handler`` (a function taking the parsed namespace and returning
 an exit code). Errors a user can fix (unknown names, bad values) end in one line on stderr and exit
-code 2, never a traceback.
+code 2, never a traceback; a run that cannot go on (no usable checkpoint, a full disk) ends in one
+line and exit code 1. arlkit's own warnings print as one line each.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
+from typing import Any, TextIO
 
-from arlkit.config import ConfigError
+from arlkit.config import ConfigError, RunError
 from arlkit.policies.protocol import PolicyError
 
 __all__ = ["UsageError", "build_parser", "main"]
@@ -43,18 +47,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def _torch_write_failure(exc: RuntimeError) -> bool:
+    """torch.save's C++ writer reports a failed write (a full disk, a vanished folder) as a RuntimeError
+    from ``inline_container.cc`` that names neither the file nor the cause."""
+    text = str(exc)
+    return "inline_container.cc" in text or "PytorchStreamWriter failed" in text
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arlkit`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args) or 0)
-    except (UsageError, ConfigError, PolicyError) as exc:
-        print(f"arlkit {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print(f"arlkit {args.command}: interrupted; re-run the same command to resume", file=sys.stderr)
-        return 130
+    name = f"arlkit {args.command}"
+
+    def one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                 file: TextIO | None = None, line: str | None = None) -> None:
+        if category.__module__.startswith("arlkit"):
+            print(f"{name}: warning: {message}", file=sys.stderr, flush=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    out: Any = getattr(args, "out", None)
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+        warnings.showwarning = one_line
+        warnings.filterwarnings("always", category=UserWarning, module="arlkit")
+        try:
+            return int(args.handler(args) or 0)
+        except (UsageError, ConfigError, PolicyError) as exc:
+            print(f"{name}: error: {exc}", file=sys.stderr)
+            return 2
+        except RunError as exc:
+            print(f"{name}: error: {exc}", file=sys.stderr)
+            return 1
+        except OSError as exc:
+            if exc.errno not in _DISK_FULL:
+                raise
+            where = exc.filename or (f"a file under {out}" if out else "its output")
+            print(f"{name}: error: {exc.strerror or 'no space left on device'} while writing {where}; "
+                  "free some space and re-run the same command" + (" with --resume" if args.command == "train" else ""),
+                  file=sys.stderr)
+            return 1
+        except RuntimeError as exc:
+            if not _torch_write_failure(exc):
+                raise
+            where = f"a PyTorch file under {out}" if out else "a PyTorch file"
+            print(f"{name}: error: writing {where} failed (is the disk full?): {str(exc).splitlines()[0][:200]}",
+                  file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print(f"{name}: interrupted; re-run the same command to resume", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 from pathlib import Path
 
 from arlkit.cli import UsageError
@@ -30,12 +31,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle_init(args: argparse.Namespace) -> int:
+    from arlkit.train.checkpoint import disk_full_named  # torch: only when the command runs
+
     out = Path(args.out)
     try:
-        path = init_tiny_model(args.size, out, args.seed, overwrite=args.force)
+        with disk_full_named(out):
+            path = init_tiny_model(args.size, out, args.seed, overwrite=args.force)
     except FileExistsError:
         raise UsageError(f"{out} exists and is not an empty directory; use --force to replace it") from None
     except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise  # a full disk: one line and exit code 1 (arlkit.cli.main)
         raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
     print(f"wrote the {args.size} model to {path} (use it as --policy hf:{path})")
     return 0

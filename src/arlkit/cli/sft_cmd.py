@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from arlkit.config import parse_key_values
 
@@ -19,14 +20,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--config", help="YAML config file (omit to use the defaults plus overrides)")
     p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--check", action="store_true",
+                   help="validate the config (environment, budgets, model and expert paths), print it resolved, and exit")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
     p.set_defaults(handler=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
     from arlkit.train import SFTConfig, load_config, run_sft  # torch: only when the command runs
+    from arlkit.train.checks import check_sft_config
 
     config = load_config(SFTConfig, args.config, parse_key_values(args.overrides, option="override"))
+    if args.check:
+        budgets = check_sft_config(config)
+        print(json.dumps({"env": config.env, "model": config.model, "expert": config.expert,
+                          "budgets": list(budgets), "rows": config.rows}, indent=2))
+        return 0
     result = run_sft(config, args.out)
     print(f"behaviour cloning: {result.kept}/{result.demonstrations} demonstrations kept ({result.rows} steps, "
           f"expert success {100 * result.demo_success:.1f}%), final loss {result.final_loss:.4f}, "

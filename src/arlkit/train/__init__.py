@@ -12,9 +12,9 @@ from arlkit.train.config import (
     SFTConfig,
     TrainConfig,
     ValidationConfig,
-    check_train_config,
     load_config,
 )
+from arlkit.train.checks import check_sft_config, check_train_config
 from arlkit.train.forward import Critic, TokenRow, score_rows
 from arlkit.train.rl import TrainResult, train
 from arlkit.train.sft import SFTResult, run_sft
@@ -34,6 +34,7 @@ __all__ = [
     "ValidationConfig",
     "audit_run",
     "budget_candidates",
+    "check_sft_config",
     "check_train_config",
     "chi_square_uniform",
     "load_config",

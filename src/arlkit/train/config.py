@@ -3,9 +3,9 @@
 YAML files are serialisations of these classes: nested mappings for nested sections, unknown keys
 are errors naming the valid ones, strings are coerced to the annotated types. ``key=value``
 overrides address nested fields with dots (``optim.lr=3e-4``, ``algo.kl_coef=0.02``,
-``env_args.size=5``). :func:`check_train_config` adds the checks that need the environment and the
-algorithm library (budget above T_max, G = 1 with a group estimator, a critic preset without a
-critic) and returns the resolved pieces.
+``env_args.size=5``). Every numeric field is checked where it is declared (finite, and its range:
+``__post_init__``); files must be UTF-8 and may not give a key twice. The checks that need the
+environment, the algorithm library or the file system live in :mod:`arlkit.train.checks`.
 """
 
 from __future__ import annotations
@@ -17,22 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import yaml
-
-from arlkit.algos import AlgoConfig, RewardConfig, get_preset
-from arlkit.config import ConfigError, build_config
+from arlkit.algos import RewardConfig
+from arlkit.config import ConfigError, build_config, check_number, parse_yaml, read_yaml
 from arlkit.policies.registry import SamplingConfig
-from arlkit.train.budgetmix import budget_candidates
 
 __all__ = [
     "DynamicsConfig",
     "LoRAConfig",
     "OptimConfig",
-    "ResolvedTrain",
     "SFTConfig",
     "TrainConfig",
     "ValidationConfig",
-    "check_train_config",
     "config_from_dict",
     "config_to_plain",
     "config_diff",
@@ -69,14 +64,12 @@ class OptimConfig:
     """Learning rate of the critic (PPO only)."""
 
     def __post_init__(self) -> None:
-        if self.lr < 0 or self.critic_lr < 0:
-            raise ValueError(f"lr: must be >= 0, got {self.lr} (critic_lr {self.critic_lr})")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay: must be >= 0, got {self.weight_decay}")
-        if self.grad_clip < 0:
-            raise ValueError(f"grad_clip: must be >= 0 (0 = off), got {self.grad_clip}")
-        if self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps: must be >= 0, got {self.warmup_steps}")
+        # lr = 0 is allowed: updates that change nothing (on-policy ratios stay exactly 1, a diagnostic).
+        for name in ("lr", "critic_lr", "weight_decay", "grad_clip", "warmup_steps"):
+            check_number(name, getattr(self, name), ge=0)
+        check_number("beta1", self.beta1, ge=0, lt=1)
+        check_number("beta2", self.beta2, ge=0, lt=1)
+        check_number("eps", self.eps, gt=0)
 
 
 @dataclass(frozen=True)
@@ -95,8 +88,11 @@ class LoRAConfig:
     """Names of the linear layers that get adapters."""
 
     def __post_init__(self) -> None:
-        if self.r < 1:
-            raise ValueError(f"r: must be >= 1, got {self.r}")
+        check_number("r", self.r, ge=1)
+        check_number("alpha", self.alpha, gt=0)
+        check_number("dropout", self.dropout, ge=0, lt=1)
+        if not self.target_modules:
+            raise ValueError("target_modules: name at least one linear layer")
 
 
 @dataclass(frozen=True)
@@ -114,8 +110,7 @@ class DynamicsConfig:
 
     def __post_init__(self) -> None:
         for name in ("states", "actions", "pool_tasks", "pool_samples"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)}")
+            check_number(name, getattr(self, name), ge=0)
 
 
 @dataclass(frozen=True)
@@ -132,8 +127,9 @@ class ValidationConfig:
     """The R_single state pool."""
 
     def __post_init__(self) -> None:
-        if self.every < 0 or self.tasks < 1 or self.samples < 1:
-            raise ValueError("every must be >= 0, tasks and samples >= 1")
+        check_number("every", self.every, ge=0)
+        check_number("tasks", self.tasks, ge=1)
+        check_number("samples", self.samples, ge=1)
 
 
 @dataclass(frozen=True)
@@ -216,15 +212,16 @@ class TrainConfig:
     """Show a progress bar (step, reward, KL, ETA) on stderr."""
 
     def __post_init__(self) -> None:
-        checks = {
-            "train_tasks": self.train_tasks >= 1, "steps": self.steps >= 0, "tasks_per_step": self.tasks_per_step >= 1,
-            "group_size": self.group_size >= 1, "mini_batches": self.mini_batches >= 1, "epochs": self.epochs >= 1,
-            "max_tokens": self.max_tokens >= 64, "max_active": self.max_active >= 1,
-            "checkpoint_every": self.checkpoint_every >= 1, "keep_checkpoints": self.keep_checkpoints >= 1,
+        minimum = {
+            "train_tasks": 1, "steps": 0, "tasks_per_step": 1, "group_size": 1, "mini_batches": 1, "epochs": 1,
+            "max_tokens": 64, "max_active": 1, "seed": 0, "checkpoint_every": 1, "keep_checkpoints": 1,
         }  # fmt: skip
-        for name, ok in checks.items():
-            if not ok:
-                raise ValueError(f"{name}: invalid value {getattr(self, name)!r}")
+        for name, low in minimum.items():
+            check_number(name, getattr(self, name), ge=low)
+        # Nested sections declared elsewhere: their finiteness (ranges are their own).
+        check_number("sampling.temperature", self.sampling.temperature, gt=0)
+        check_number("reward.success_reward", self.reward.success_reward)
+        check_number("reward.invalid_action_penalty", self.reward.invalid_action_penalty, ge=0)
         if self.budget not in ("full", "budgetmix") and not str(self.budget).isdigit():
             raise ValueError(f"budget: must be full, budgetmix or a whole number of turns, got {self.budget!r}")
         if self.budget == "budgetmix" and self.budget_mode != "announced":
@@ -232,8 +229,6 @@ class TrainConfig:
         if self.history is not None and self.history < 0:
             raise ValueError(f"history: must be >= 0 (0: the current observation only) or null (full chat), "
                              f"got {self.history}")
-        if self.sampling.temperature <= 0:
-            raise ValueError("sampling.temperature: training samples; it must be > 0")
         if self.sampling.top_p != 1.0 or self.sampling.top_k != 0:
             raise ValueError("sampling.top_p/top_k: training log-probs are of the full tempered distribution; "
                              "truncated sampling is not supported (keep top_p 1.0, top_k 0)")
@@ -301,10 +296,9 @@ class SFTConfig:
 
     def __post_init__(self) -> None:
         for name in ("tasks", "samples", "steps", "batch_rows", "max_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if self.lr < 0:
-            raise ValueError(f"lr: must be >= 0, got {self.lr}")
+            check_number(name, getattr(self, name), ge=1)
+        for name in ("lr", "warmup_steps", "weight_decay", "grad_clip", "seed"):
+            check_number(name, getattr(self, name), ge=0)
         if self.budget not in ("full", "budgetmix") and not str(self.budget).isdigit():
             raise ValueError(f"budget: must be full, budgetmix or a whole number of turns, got {self.budget!r}")
         if self.rows == "trajectory" and self.history is not None:
@@ -387,24 +381,19 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
 
 
 def load_config(cls: type[C], path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> C:
-    """Read a YAML file (optional) and apply dotted ``key=value`` overrides (values parsed as YAML
-    scalars, so ``3e-4`` is a number and ``null`` is None)."""
+    """Read a YAML file (optional; UTF-8, no key given twice: :func:`arlkit.config.read_yaml`) and apply
+    dotted ``key=value`` overrides (values parsed as YAML scalars, so ``3e-4`` is a number and ``null`` is
+    None). Raises :class:`ConfigError` naming the file or field."""
     data: dict[str, Any] = {}
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file {str(path)!r} does not exist")
-        try:
-            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        loaded = read_yaml(path)
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of config keys")
         data = loaded
     for key, value in (overrides or {}).items():
-        parsed = yaml.safe_load(value) if isinstance(value, str) else value
+        parsed = parse_yaml(value, where=f"override {key}") if isinstance(value, str) else value
         if isinstance(value, str) and isinstance(parsed, (dict, list)) and key.split(".")[-1] not in ("env_args", "algo"):
             parsed = value
         _set_dotted(data, key, parsed)
@@ -422,65 +411,3 @@ def config_diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = ""
         elif a != b:
             lines.append(f"{name}: {a!r} -> {b!r}")
     return lines
-
-
-# -- checks that need the environment and the algorithm library -------------------------------------
-
-
-@dataclass(frozen=True)
-class ResolvedTrain:
-    """What :func:`check_train_config` derived from a config.
-
-    Attributes:
-        algo: the preset with the ``algo`` overrides applied.
-        t_max: the environment's full budget.
-        budgets: the budgets a group may get (one value unless BudgetMix).
-    """
-
-    algo: AlgoConfig
-    t_max: int
-    budgets: tuple[int, ...]
-
-
-def resolve_budgets(budget: str, t_max: int, *, field_name: str = "budget") -> tuple[int, ...]:
-    """The budget values of a ``budget`` setting for an environment with ``t_max``."""
-    if budget == "full":
-        return (t_max,)
-    if budget == "budgetmix":
-        return tuple(budget_candidates(t_max))
-    turns = int(budget)
-    if not 1 <= turns <= t_max:
-        raise ConfigError(f"{field_name}: {turns} turns is outside [1, T_max = {t_max}] of this environment")
-    return (turns,)
-
-
-def check_train_config(config: TrainConfig) -> ResolvedTrain:
-    """Resolve the preset and the budgets; raise :class:`ConfigError` naming the field for impossible
-    combinations."""
-    from arlkit.envs import env_config, list_envs, make
-
-    if config.env not in list_envs():
-        raise ConfigError(f"env: unknown environment {config.env!r}; valid choices: {', '.join(list_envs())}")
-    env_config(config.env, config.env_args)
-    algo = get_preset(config.preset, **config.algo)
-    t_max = int(make(config.env, **config.env_args).t_max)
-    budgets = resolve_budgets(config.budget, t_max)
-    if algo.adv_estimator != "gae" and config.group_size < 2:
-        raise ConfigError(
-            f"group_size: preset {config.preset!r} (adv_estimator={algo.adv_estimator!r}) compares the trajectories "
-            f"of a group; it needs group_size >= 2, got {config.group_size}"
-        )
-    if not algo.step_rows and config.history is not None:
-        raise ConfigError(
-            "history: trajectory rows (step_rows=false) hold the whole chat; set history: null, or algo.step_rows: true"
-        )
-    if algo.needs_critic and algo.step_rows:
-        raise ConfigError("algo.step_rows: the PPO critic's token-level GAE runs over whole trajectories; use trajectory rows")
-    if algo.needs_critic and config.optim.critic_lr <= 0:
-        raise ConfigError("optim.critic_lr: the critic needs a learning rate > 0")
-    if config.lora.enabled:
-        try:
-            import peft  # noqa: F401
-        except ImportError:
-            raise ConfigError("lora.enabled: LoRA needs the peft package (pip install 'arlkit[lora]')") from None
-    return ResolvedTrain(algo, t_max, budgets)

@@ -10,28 +10,27 @@ import torch
 from torch import nn
 
 from arlkit.config import ConfigError
+from arlkit.train.checkpoint import disk_full_named
+from arlkit.train.checks import check_model_spec
 from arlkit.train.config import LoRAConfig
 
 __all__ = ["apply_lora", "base_causal_lm", "frozen_copy", "load_model", "resolve_model_path", "save_model_dir"]
 
 
 def resolve_model_path(spec: str, work_dir: Path) -> Path:
-    """A local model directory for ``spec``: a path, or ``tiny:nano`` / ``tiny:micro`` (built offline with
-    seed 0 into ``work_dir/base_model`` the first time; the build is deterministic)."""
+    """A local model directory for ``spec``: a path (``PATH`` or ``hf:PATH``), or ``tiny:nano`` /
+    ``tiny:micro`` (built offline with seed 0 into ``work_dir/base_model`` the first time; the build is
+    deterministic). The spec is checked first (:func:`~arlkit.train.checks.check_model_spec`)."""
+    check_model_spec(spec)
     if spec.startswith("tiny:"):
-        from arlkit.policies.tiny import TINY_SIZES, init_tiny_model
+        from arlkit.policies.tiny import init_tiny_model
 
-        size = spec.split(":", 1)[1]
-        if size not in TINY_SIZES:
-            raise ConfigError(f"model: unknown tiny model size {size!r}; valid choices: {', '.join(TINY_SIZES)}")
         target = work_dir / "base_model"
         if not (target / "config.json").is_file():
-            init_tiny_model(size, target, 0, overwrite=True)
+            with disk_full_named(target):
+                init_tiny_model(spec.split(":", 1)[1], target, 0, overwrite=True)
         return target
-    path = Path(spec).expanduser()
-    if not (path / "config.json").is_file():
-        raise ConfigError(f"model: {spec!r} is not a Hugging Face model directory (no config.json) nor tiny:SIZE")
-    return path
+    return Path(spec.removeprefix("hf:")).expanduser()
 
 
 def load_model(path: Path, *, attn_implementation: str, device: str | None = None) -> tuple[nn.Module, Any]:
@@ -83,4 +82,5 @@ def save_model_dir(model: nn.Module, tokenizer: Any, out: Path) -> Path:
     from arlkit.policies.tiny import save_model_dir as save_atomically
 
     to_save = copy.deepcopy(model).merge_and_unload() if hasattr(model, "merge_and_unload") else model
-    return save_atomically(to_save, tokenizer, out)
+    with disk_full_named(out):
+        return save_atomically(to_save, tokenizer, out)

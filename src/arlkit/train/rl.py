@@ -52,8 +52,17 @@ from arlkit.policies.hf import HFPolicy
 from arlkit.rollout import PROMPT_VERSION, PromptConfig, derive_seed, make_jobs, run_rollouts
 from arlkit.train.batch import ChatTokens, RecordingPolicy, RowBatch, announced_counters, build_batch, pad_rows, score_trajectory
 from arlkit.train.budgetmix import sample_group_budgets
-from arlkit.train.checkpoint import atomic_write_text, claim_run_dir, latest_checkpoint, load_checkpoint, save_checkpoint, set_rng_state
-from arlkit.train.config import OptimConfig, TrainConfig, check_train_config, config_to_plain
+from arlkit.train.checkpoint import (
+    CheckpointError,
+    atomic_write_text,
+    check_run_dir,
+    claim_run_dir,
+    load_latest_checkpoint,
+    save_checkpoint,
+    set_rng_state,
+)
+from arlkit.train.checks import check_train_config
+from arlkit.train.config import OptimConfig, TrainConfig, config_to_plain
 from arlkit.train.dynamics import build_state_pool, load_state_pool, r_multi, r_single, save_state_pool
 from arlkit.train.forward import Critic, resolve_precision, score_rows
 from arlkit.train.model import apply_lora, base_causal_lm, frozen_copy, load_model, resolve_model_path, save_model_dir
@@ -103,14 +112,18 @@ def _mean(values: list[float]) -> float:
 
 
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False) -> TrainResult:
-    """Run (or resume) one RL run into ``out`` (module docstring)."""
+    """Run (or resume) one RL run into ``out`` (module docstring).
+
+    Everything that can reject the config (fields, environment, model, run directory) is checked
+    before anything is written to ``out``; ``run.json`` is written once the models are built, so a run
+    refused or failed before that leaves ``out`` reusable by the corrected command.
+    """
     out = Path(out)
     resolved = check_train_config(config)
     algo = resolved.algo
     identity = {"config": config_to_plain(config), "t_max": resolved.t_max, "budgets": list(resolved.budgets),
                 "algo": config_to_plain(algo), "prompt_version": PROMPT_VERSION}
-    resuming = claim_run_dir(out, identity, resume=resume, force=force)
-    atomic_write_text(out / "config.yaml", yaml.safe_dump(config_to_plain(config), sort_keys=False))
+    check_run_dir(out, identity, resume=resume, force=force)
     torch.manual_seed(config.seed)
 
     # -- environment, tasks, prompts ------------------------------------------------------------------
@@ -147,9 +160,12 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     fwd = {"temperature": config.sampling.temperature, "share_prefix": config.share_prefix,
            "max_tokens": config.max_tokens, "pad_id": chat.pad_id, "precision": precision}
 
-    # -- the R_single state pool: built once from the initial policy ------------------------------------
     val = config.validation
     val_tasks = make_env().tasks("test", val.tasks) if val.every else []
+    resuming = claim_run_dir(out, identity, resume=resume, force=force)
+    atomic_write_text(out / "config.yaml", yaml.safe_dump(config_to_plain(config), sort_keys=False))
+
+    # -- the R_single state pool: built once from the initial policy ------------------------------------
     pool_path = out / "dynamics_pool.json"
     pool = []
     if val.every and val.dynamics.states:
@@ -163,18 +179,24 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
             save_state_pool(pool, pool_path)
 
     # -- resume ---------------------------------------------------------------------------------------
+    # The newest checkpoint that matches its manifest; corrupt newer ones are reported and set aside.
     start = 0
-    checkpoint = latest_checkpoint(out) if resuming else None
-    if checkpoint is not None:
-        state = load_checkpoint(checkpoint)
-        missing = model.load_state_dict(state["model"], strict=False)
-        if missing.unexpected_keys or (not config.lora.enabled and missing.missing_keys):
-            raise RuntimeError(f"checkpoint {checkpoint} does not match the model ({missing})")
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        if critic is not None and critic_opt is not None:
-            critic.load_state_dict(state["critic"])
-            critic_opt.load_state_dict(state["critic_optimizer"])
+    found = load_latest_checkpoint(out) if resuming else None
+    checkpoint: Path | None = None
+    if found is not None:
+        checkpoint, state = found
+        try:
+            missing = model.load_state_dict(state["model"], strict=False)
+            if missing.unexpected_keys or (not config.lora.enabled and missing.missing_keys):
+                raise ValueError(f"keys differ: {missing}")
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            if critic is not None and critic_opt is not None:
+                critic.load_state_dict(state["critic"])
+                critic_opt.load_state_dict(state["critic_optimizer"])
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            raise CheckpointError(f"checkpoint {checkpoint} does not fit this run's model ({first})") from None
         set_rng_state(state["rng"])
         start = int(state["step"])
     # Without a checkpoint everything is redone from step 0, so nothing of an earlier attempt is kept.

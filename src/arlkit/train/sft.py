@@ -34,7 +34,8 @@ from arlkit.rollout.records import Trajectory
 from arlkit.train.batch import ChatTokens, trajectory_row
 from arlkit.train.budgetmix import sample_group_budgets
 from arlkit.train.checkpoint import atomic_write_text
-from arlkit.train.config import SFTConfig, config_to_plain, resolve_budgets
+from arlkit.train.checks import check_sft_config, resolve_budgets
+from arlkit.train.config import SFTConfig, config_to_plain
 from arlkit.train.forward import TokenRow, resolve_precision, score_rows
 from arlkit.train.model import load_model, resolve_model_path, save_model_dir
 from arlkit.train.tracking import MetricsLog, progress_bar
@@ -187,8 +188,12 @@ def _lr_lambda(warmup: int) -> Callable[[int], float]:
 
 
 def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFTResult:
-    """Behaviour cloning into ``out`` (module docstring)."""
+    """Behaviour cloning into ``out`` (module docstring). The config, its environment, model and expert
+    are checked (:func:`~arlkit.train.checks.check_sft_config`) before anything is written to ``out``."""
     out = Path(out)
+    check_sft_config(config)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is a file; choose a directory for --out")
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
     model_path = resolve_model_path(config.model, out)

@@ -4,8 +4,9 @@ Model text is **never** evaluated. It is parsed into a syntax tree and accepted 
 statement is a call ``name(arg, key=arg, ...)`` (or one list of such calls) whose function is a
 bare name and whose arguments are literals built from strings, numbers, ``True``/``False``/``None``,
 lists, tuples and dicts with string keys (a leading minus sign on a number is allowed). Attribute
-chains (``os.system``), ``*args``/``**kwargs``, lambdas, comprehensions, names, operators,
-sub-calls, f-strings, sets and bytes are rejected with a message saying what was found.
+chains (``os.system``), ``*args``/``**kwargs``, a keyword given twice, lambdas, comprehensions,
+names, operators, sub-calls, f-strings, sets and bytes are rejected with a message saying what was
+found.
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ def _call(node: ast.AST) -> Call:
     for kw in node.keywords:
         if kw.arg is None:
             raise CallSyntaxError("'**' arguments are not allowed")
+        if any(name == kw.arg for name, _ in kwargs):
+            # ast.parse accepts f(a=1, a=2); Python's compiler refuses it, and so does arlkit.
+            raise CallSyntaxError(f"keyword argument {kw.arg!r} is given twice in {node.func.id}()")
         kwargs.append((kw.arg, _literal(kw.value)))
     return Call(node.func.id, tuple(args), tuple(kwargs))
 

@@ -1,0 +1,129 @@
+"""Checks of a training config that need more than its fields: the environment, the algorithm library
+and the file system (budget above T_max, G = 1 with a group estimator, a critic preset without a critic,
+a model path that is no model directory). ``arlkit train --check`` / ``arlkit sft --check`` run them, and
+so do :func:`~arlkit.train.train` and :func:`~arlkit.train.run_sft` before writing anything to their
+output folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from arlkit.algos import AlgoConfig, get_preset
+from arlkit.config import ConfigError, check_model_dir
+from arlkit.train.budgetmix import budget_candidates
+from arlkit.train.config import SFTConfig, TrainConfig
+
+__all__ = ["ResolvedTrain", "check_model_spec", "check_sft_config", "check_train_config", "resolve_budgets"]
+
+
+@dataclass(frozen=True)
+class ResolvedTrain:
+    """What :func:`check_train_config` derived from a config.
+
+    Attributes:
+        algo: the preset with the ``algo`` overrides applied.
+        t_max: the environment's full budget.
+        budgets: the budgets a group may get (one value unless BudgetMix).
+    """
+
+    algo: AlgoConfig
+    t_max: int
+    budgets: tuple[int, ...]
+
+
+def resolve_budgets(budget: str, t_max: int, *, field_name: str = "budget") -> tuple[int, ...]:
+    """The budget values of a ``budget`` setting for an environment with ``t_max``."""
+    if budget == "full":
+        return (t_max,)
+    if budget == "budgetmix":
+        return tuple(budget_candidates(t_max))
+    turns = int(budget)
+    if not 1 <= turns <= t_max:
+        raise ConfigError(f"{field_name}: {turns} turns is outside [1, T_max = {t_max}] of this environment")
+    return (turns,)
+
+
+def check_model_spec(spec: str, *, field: str = "model") -> None:
+    """Check a model setting without loading anything: ``tiny:SIZE`` with a known size, or a local
+    model directory (``PATH`` or ``hf:PATH``, see :func:`arlkit.config.check_model_dir`)."""
+    if spec.startswith("tiny:"):
+        from arlkit.policies.tiny import TINY_SIZES
+
+        size = spec.split(":", 1)[1]
+        if size not in TINY_SIZES:
+            raise ConfigError(f"{field}: unknown tiny model size {size!r}; valid choices: {', '.join(TINY_SIZES)}")
+        return
+    check_model_dir(spec.removeprefix("hf:"), field=field)
+
+
+def _check_attention(name: str) -> None:
+    from transformers import AttentionInterface
+
+    known = {"arlkit", "eager", *AttentionInterface().valid_keys()}
+    if name not in known:
+        raise ConfigError(f"attn_implementation: unknown kernel {name!r}; valid choices: {', '.join(sorted(known))}")
+
+
+def _check_env(env: str, env_args: Mapping[str, Any]) -> Any:
+    """The environment ``env`` built with ``env_args`` (names and values checked first)."""
+    from arlkit.envs import env_config, list_envs, make
+
+    if env not in list_envs():
+        raise ConfigError(f"env: unknown environment {env!r}; valid choices: {', '.join(list_envs())}")
+    env_config(env, env_args)
+    return make(env, **env_args)
+
+
+def check_sft_config(config: SFTConfig) -> tuple[int, ...]:
+    """Check what an SFT run needs beyond its fields (the environment, the budgets, the model and the
+    expert); returns the budgets. Raises :class:`ConfigError` naming the field."""
+    from arlkit.envs import Oracle
+    from arlkit.policies import make_policy
+
+    env = _check_env(config.env, config.env_args)
+    budgets = resolve_budgets(config.budget, int(env.t_max))
+    check_model_spec(config.model)
+    _check_attention(config.attn_implementation)
+    if config.expert.startswith("hf:"):
+        check_model_spec(config.expert, field="expert")
+    else:
+        try:
+            make_policy(config.expert)
+        except ConfigError as exc:
+            raise ConfigError(f"expert: {exc}") from None
+    if config.relabel and not isinstance(env, Oracle):
+        raise ConfigError(f"relabel: the environment {config.env!r} has no oracle; set relabel: false")
+    return budgets
+
+
+def check_train_config(config: TrainConfig) -> ResolvedTrain:
+    """Resolve the preset and the budgets, and check the model path; raise :class:`ConfigError` naming
+    the field for impossible combinations."""
+    env = _check_env(config.env, config.env_args)
+    check_model_spec(config.model)
+    _check_attention(config.attn_implementation)
+    algo = get_preset(config.preset, **config.algo)
+    t_max = int(env.t_max)
+    budgets = resolve_budgets(config.budget, t_max)
+    if algo.adv_estimator != "gae" and config.group_size < 2:
+        raise ConfigError(
+            f"group_size: preset {config.preset!r} (adv_estimator={algo.adv_estimator!r}) compares the trajectories "
+            f"of a group; it needs group_size >= 2, got {config.group_size}"
+        )
+    if not algo.step_rows and config.history is not None:
+        raise ConfigError(
+            "history: trajectory rows (step_rows=false) hold the whole chat; set history: null, or algo.step_rows: true"
+        )
+    if algo.needs_critic and algo.step_rows:
+        raise ConfigError("algo.step_rows: the PPO critic's token-level GAE runs over whole trajectories; use trajectory rows")
+    if algo.needs_critic and config.optim.critic_lr <= 0:
+        raise ConfigError("optim.critic_lr: the critic needs a learning rate > 0")
+    if config.lora.enabled:
+        try:
+            import peft  # noqa: F401
+        except ImportError:
+            raise ConfigError("lora.enabled: LoRA needs the peft package (pip install 'arlkit[lora]')") from None
+    return ResolvedTrain(algo, t_max, budgets)
