@@ -1,6 +1,11 @@
-"""run_eval end to end with scripted policies: bounds, Monte-Carlo agreement, hidden-mode truncation."""
+"""run_eval end to end with scripted policies: bounds, Monte-Carlo agreement, hidden-mode truncation,
+policy errors kept apart and retried."""
 
 from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -8,6 +13,8 @@ import pytest
 from arlkit.evaluation import EvalConfig, run_eval
 from arlkit.envs import make
 from arlkit.metrics.passkt import task_counts
+from arlkit.policies import Reply, Request, make_policy, register_policy
+from arlkit.rollout import Trajectory, read_trajectories
 
 
 def test_oracle_hits_the_structural_bound_exactly_at_every_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -80,3 +87,83 @@ def test_announced_runs_never_mix_budgets(tmp_path) -> None:  # type: ignore[no-
     assert len(result.trajectories) == 2 * 5 * 4
     for traj in result.trajectories:
         assert len(traj.turns) <= traj.budget
+
+
+# -- policy errors: not finished, kept apart, retried on resume ----------------------------------
+
+_OUTAGE = {"on": False}
+
+
+@dataclass
+class _FlakyPolicy:
+    """A noisy oracle behind a backend that, during an outage, fails the second turn of every
+    trajectory with an odd seed (as a server answering 500 after all retries would)."""
+
+    name: str = "test-flaky"
+    inner: object = field(default_factory=lambda: make_policy("noisy-oracle:0.3"))
+
+    def generate(self, requests: Sequence[Request]) -> list[Reply]:
+        answers = self.inner.generate(requests)  # type: ignore[attr-defined]
+        return [Reply("", error="InternalServerError after 5 attempt(s): busy")
+                if _OUTAGE["on"] and r.turn == 1 and r.seed % 2 else a for r, a in zip(requests, answers, strict=True)]
+
+
+@register_policy("test-flaky")
+def _make_flaky(arg: object, sampling: object, backend: object) -> _FlakyPolicy:
+    return _FlakyPolicy()
+
+
+def _by_key(trajectories: Sequence[Trajectory]) -> dict[tuple[str, int, str, int], dict]:  # type: ignore[type-arg]
+    return {t.key(): t.to_json() for t in trajectories}
+
+
+def test_errored_trajectories_are_kept_apart_withheld_and_retried_on_resume(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = EvalConfig(env="frozenlake", env_args={"size": 4, "t_max": 8}, policies=("test-flaky", "oracle"), tasks=6,
+                        samples=2, budgets=("50%", "100%"), bootstrap=100)
+    _OUTAGE["on"] = False
+    reference = run_eval(config, tmp_path / "ref")
+    assert not reference.failed and len(reference.trajectories) == 2 * 2 * 6 * 2
+
+    out = tmp_path / "run"
+    _OUTAGE["on"] = True
+    broken = run_eval(config, out)
+    failed = broken.failed
+    assert failed and all(t.ended_by == "policy_error" and t.policy == "test-flaky" for t in failed)
+    assert len(broken.trajectories) + len(failed) == len(reference.trajectories)
+    assert all(t.error is None for t in read_trajectories(out / "trajectories.jsonl"))
+    assert len(read_trajectories(out / "errors.jsonl")) == len(failed)
+    # the flaky policy's table is left out and marked; the other policy's is computed
+    assert broken.withheld == ["test-flaky"] and {r.policy for r in broken.rows} == {"oracle"}
+    summary = (out / "summary.md").read_text()
+    assert f"**{len(failed)} trajectories ended by policy errors**" in summary
+    assert "Pass@(K,T) not computed for test-flaky" in summary
+
+    # --allow-errors: the outage goes on, the errored ones are retried and fail again, and the
+    # table counts them as failures, saying so
+    allowed = run_eval(replace(config, allow_errors=True), out)
+    assert len(allowed.failed) == len(failed) and allowed.resumed == len(broken.trajectories)
+    assert {r.policy for r in allowed.rows} == {"test-flaky", "oracle"}
+    assert "--allow-errors: Pass@(K,T) counts the trajectories ended by policy errors as failures" in (out / "summary.md").read_text()
+    assert len(read_trajectories(out / "errors.jsonl")) == 2 * len(failed)  # every failed attempt is logged
+
+    # the server recovers: a re-run retries exactly the errored ones and matches the reference
+    _OUTAGE["on"] = False
+    healed = run_eval(config, out)
+    assert not healed.failed and healed.resumed == len(broken.trajectories)
+    assert _by_key(healed.trajectories) == _by_key(reference.trajectories)
+    assert healed.rows == reference.rows
+    assert "policy errors" not in (out / "summary.md").read_text()
+
+
+def test_errored_lines_of_older_records_are_moved_out_and_retried(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = EvalConfig(env="frozenlake", env_args={"size": 4, "t_max": 8}, policies=("noisy-oracle:0.3",), tasks=3,
+                        samples=2, budgets=("100%",), bootstrap=100)
+    reference = run_eval(config, tmp_path / "run")
+    path = tmp_path / "run" / "trajectories.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[2] |= {"error": "APIConnectionError after 5 attempt(s)", "turns": [], "success": False, "success_turn": None}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))  # as an older arlkit stored it
+    resumed = run_eval(config, tmp_path / "run")
+    assert resumed.resumed == len(lines) - 1 and not resumed.failed
+    assert _by_key(resumed.trajectories) == _by_key(reference.trajectories)
+    assert [t.error for t in read_trajectories(tmp_path / "run" / "errors.jsonl")] == ["APIConnectionError after 5 attempt(s)"]

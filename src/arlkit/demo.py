@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from arlkit.config import ConfigError
+
 __all__ = ["DEMO_ENV", "DemoPlan", "DemoResult", "demo_plan", "run_demo"]
 
 DEMO_ENV: dict[str, Any] = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitive"}
@@ -177,6 +179,8 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     from arlkit.train import SFTConfig, load_config, run_sft
 
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {str(out)!r} is a file; give a folder (it is created if missing)")
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or demo_plan(quick)
     _claim(out, plan)

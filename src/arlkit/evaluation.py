@@ -4,7 +4,13 @@ A run directory holds ``run.json`` (the config), ``trajectories.jsonl`` (one lin
 trajectory), ``passkt.csv``, ``summary.md`` and ``passkt.png``. Re-running the same config on the
 same directory resumes: finished trajectories are kept, the rest are run, and since every
 trajectory's seeds depend only on (seed, task, sample) the result is the same as an uninterrupted
-run. A different config on an existing directory is refused.
+run. A different config on an existing directory is refused (timeouts, retries, ``max_active`` and
+``allow_errors`` may change between runs).
+
+A trajectory ended by a policy-backend failure is not finished: it goes to ``errors.jsonl`` (a log
+of every failed attempt, kept for the record), the next run of the same command retries it, and
+until it succeeds the Pass@(K,T) of its policy is not computed, unless ``allow_errors`` counts it
+as a failure (see docs/concepts.md, "Records and resume").
 """
 
 from __future__ import annotations
@@ -22,11 +28,11 @@ from arlkit.config import ConfigError, config_to_dict
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.registry import make
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table, resolve_budgets
-from arlkit.policies import SamplingConfig, make_policy
+from arlkit.policies import BackendOptions, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
 from arlkit.rollout.engine import make_jobs, run_rollouts
 from arlkit.rollout.prompts import PROMPT_VERSION, PromptConfig
-from arlkit.rollout.records import JsonlWriter, Trajectory, read_trajectories
+from arlkit.rollout.records import CONTEXT_LENGTH_EXCEEDED, JsonlWriter, Trajectory, read_trajectories
 
 __all__ = ["EvalConfig", "EvalResult", "run_eval"]
 
@@ -51,8 +57,13 @@ class EvalConfig:
         counters: where announced budgets show the turn counters: ``system`` (RT Table 2) or
             ``observation`` (cache-friendly; see :class:`arlkit.rollout.PromptConfig`).
         sampling: sampling options of LLM policies.
+        backend: request timeout, retries and context window of LLM backends (only the context
+            window is part of the run's identity).
         bootstrap: bootstrap resamples for the confidence intervals.
         max_active: most trajectories in flight at once (memory bound; results do not depend on it).
+        allow_errors: compute Pass@(K,T) even while trajectories ended by policy errors remain,
+            counting them as failures (``summary.md`` says so); by default such a policy's table
+            is left out until a re-run has retried them.
     """
 
     env: str = "frozenlake"
@@ -68,8 +79,10 @@ class EvalConfig:
     history: int | None = None
     counters: Literal["system", "observation"] = "system"
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    backend: BackendOptions = field(default_factory=BackendOptions)
     bootstrap: int = 2000
     max_active: int = 256
+    allow_errors: bool = False
 
     def __post_init__(self) -> None:
         if self.tasks < 1:
@@ -93,12 +106,17 @@ class EvalResult:
 
     Attributes:
         out: the run directory.
-        rows: the Pass@(K,T) grid, one row per (policy, T, k).
-        trajectories: every trajectory of the run.
+        rows: the Pass@(K,T) grid, one row per (policy, T, k) of every policy whose table was
+            computed.
+        trajectories: every finished trajectory of the run.
         budgets: the budgets in turns.
         t_max: the environment's full budget.
         task_ids: the evaluated tasks, in order.
         resumed: how many trajectories were found on disk and kept.
+        failed: trajectories ended by policy errors in this run: not finished, written to
+            ``errors.jsonl``, retried by the next run.
+        withheld: policies whose Pass@(K,T) was not computed because of ``failed`` ones.
+        notes: lines about the run for ``summary.md`` (errors, context windows, repaired text).
     """
 
     out: Path
@@ -108,17 +126,30 @@ class EvalResult:
     t_max: int
     task_ids: list[str]
     resumed: int = 0
+    failed: list[Trajectory] = field(default_factory=list)
+    withheld: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
-        """Trajectories ended by a policy-backend error."""
-        return sum(1 for t in self.trajectories if t.error is not None)
+        """Trajectories ended by a policy-backend error and not yet retried successfully."""
+        return len(self.failed)
+
+    @property
+    def context_exceeded(self) -> int:
+        """Finished trajectories ended because the next prompt did not fit the context window."""
+        return sum(1 for t in self.trajectories if t.ended_by == CONTEXT_LENGTH_EXCEEDED)
 
 
 def _run_identity(config: EvalConfig) -> dict[str, Any]:
-    """The parts of a config that determine results (``max_active`` does not)."""
+    """The parts of a config that determine results (``max_active``, ``allow_errors``, timeouts
+    and retries do not)."""
     data = config_to_dict(config)
-    data.pop("max_active")
+    for key in ("max_active", "allow_errors"):
+        data.pop(key)
+    backend = data.pop("backend")
+    if backend["context_length"] is not None:  # timeouts and retries do not change results
+        data["context_length"] = backend["context_length"]
     data["env_args"] = config_to_dict(env_config(config.env, config.env_args))
     data["prompt_version"] = PROMPT_VERSION
     return json.loads(json.dumps(data, sort_keys=True))  # the form it takes in run.json
@@ -175,23 +206,28 @@ def run_eval(
     probe = make(config.env, **config.env_args)
     budgets = resolve_budgets(config.budgets, probe.t_max)
     ks = list(config.ks) if config.ks else default_ks(config.samples)
-    policies = [make_policy(spec, config.sampling) for spec in config.policies]
+    policies = [make_policy(spec, config.sampling, config.backend) for spec in config.policies]
     tasks = probe.tasks(config.split, config.tasks)
     _claim_directory(out, _run_identity(config))
 
     run_budgets = budgets if config.budget_mode == "announced" else [max(budgets)]
-    path = out / "trajectories.jsonl"
-    kept = read_trajectories(path, repair=True)
+    path, errors_path = out / "trajectories.jsonl", out / "errors.jsonl"
+    kept = _set_aside_errors(path, errors_path, read_trajectories(path, repair=True))
     done = {t.key() for t in kept}
     total = len(config.policies) * len(run_budgets) * len(tasks) * config.samples
     finished = [len(done)]
+    failed: list[Trajectory] = []
     prompt = PromptConfig(config.budget_mode, config.history, config.counters)
     if on_progress:
         on_progress(finished[0], total)
 
-    with JsonlWriter(path) as writer:
+    with JsonlWriter(path) as writer, JsonlWriter(errors_path, lazy=True) as error_writer:
 
         def record(trajectory: Trajectory) -> None:
+            if trajectory.error is not None:
+                error_writer.write(trajectory)
+                failed.append(trajectory)
+                return
             writer.write(trajectory)
             finished[0] += 1
             if on_progress:
@@ -220,10 +256,15 @@ def run_eval(
     probs = _per_task(probe, tasks, has_oracle(probe), "success_probability")
     headroom = _per_task(probe, tasks, isinstance(probe, BudgetHeadroom), "headroom")
     rows: list[PassRow] = []
+    withheld: list[str] = []
     for spec in config.policies:
         mine = [t for t in trajectories if t.policy == spec]
+        errored = [t for t in failed if t.policy == spec]
+        if errored and not config.allow_errors:
+            withheld.append(spec)
+            continue
         rows += pass_table(
-            mine,
+            mine + errored,
             env=config.env,
             policy=spec,
             budget_mode=config.budget_mode,
@@ -236,7 +277,50 @@ def run_eval(
             resamples=config.bootstrap,
             seed=config.seed,
         )
-    result = EvalResult(out, rows, trajectories, budgets, probe.t_max, task_ids, resumed=len(kept))
+    result = EvalResult(
+        out, rows, trajectories, budgets, probe.t_max, task_ids, resumed=len(kept), failed=failed, withheld=withheld
+    )
+    result.notes = _notes(result, config)
     write_eval_report(result, config)
     return result
 
+
+def _set_aside_errors(path: Path, errors_path: Path, kept: list[Trajectory]) -> list[Trajectory]:
+    """``kept`` without trajectories ended by policy errors; records written before errors were kept
+    apart held them in ``path``: they move to ``errors_path`` (so they are retried)."""
+    errored = [t for t in kept if t.error is not None]
+    if not errored:
+        return kept
+    good = [t for t in kept if t.error is None]
+    with JsonlWriter(errors_path) as log:
+        for trajectory in errored:
+            log.write(trajectory)
+    tmp = path.with_name(path.name + ".tmp")
+    with JsonlWriter(tmp) as rewrite:
+        for trajectory in good:
+            rewrite.write(trajectory)
+    os.replace(tmp, path)
+    return good
+
+
+def _notes(result: EvalResult, config: EvalConfig) -> list[str]:
+    """The lines ``summary.md`` gives about how the trajectories ended."""
+    finished = result.trajectories
+    notes = [
+        f"- trajectories: {len(finished)} finished; ended by the context window (`context_length_exceeded`, "
+        f"failures unless already solved): {result.context_exceeded}"
+    ]
+    replaced = sum(t.replaced_code_points for t in finished + result.failed)
+    if replaced:
+        notes.append(f"- text repaired: {replaced} code points that are not valid UTF-8 (lone surrogates) were "
+                     "replaced by U+FFFD in the records")
+    if result.failed:
+        notes.append(f"- **{result.errors} trajectories ended by policy errors** (logged in errors.jsonl); "
+                     "re-run the same command to retry them")
+        if config.allow_errors:
+            notes.append("- --allow-errors: Pass@(K,T) counts the trajectories ended by policy errors as failures "
+                         "(unless solved before the error)")
+        else:
+            notes.append(f"- Pass@(K,T) not computed for {', '.join(result.withheld)} while its errored trajectories "
+                         "remain (re-run to retry them, or pass --allow-errors to count them as failures)")
+    return notes

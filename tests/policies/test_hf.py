@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from arlkit.envs import make
-from arlkit.policies import PolicyError, Request, SamplingConfig, make_policy
-from arlkit.policies.hf import HFPolicy, load_hf_model, process_logits
+from arlkit.policies import CONTEXT_LENGTH_EXCEEDED, Policy, PolicyError, Request, SamplingConfig, make_policy
+from arlkit.policies.hf import HFPolicy, conversation_key, load_hf_model, process_logits
+from arlkit.policies.tiny import REPLY_TOKENS
 from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
 
 from .conftest import ENV, make_hf
@@ -145,8 +146,36 @@ def test_bad_requests_fail_alone(spiky, real_requests) -> None:  # type: ignore[
     replies = policy.generate([broken, ok])
     assert replies[0].error and "chat template" in replies[0].error
     assert replies[1].error is None and replies[1].token_ids
-    policy.max_positions = 50  # a prompt that cannot fit
-    assert "exceeds the model's 50 positions" in (policy.generate([ok])[0].error or "")
+    policy.context_length = 50  # a prompt that cannot fit: a legitimate end, not an error
+    full = policy.generate([ok])[0]
+    assert full.finish_reason == CONTEXT_LENGTH_EXCEEDED and full.error is None and full.text == ""
+
+
+def test_the_context_window_comes_from_the_model_and_can_only_shrink(tiny_model_dir: Path, tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    shutil.copytree(tiny_model_dir, small)
+    config = json.loads((small / "config.json").read_text())
+    (small / "config.json").write_text(json.dumps(config | {"max_position_embeddings": 300}))
+    policy = HFPolicy.from_pretrained(small, attn_implementation="eager")
+    assert policy.context_length == 300
+    assert HFPolicy(policy.model, policy.tokenizer, context_length=200, attn_implementation="eager").context_length == 200
+    assert HFPolicy(policy.model, policy.tokenizer, context_length=10**6, attn_implementation="eager").context_length == 300
+    # the request fits exactly or not at all: prompt + max_new_tokens against the window
+    request = Request([{"role": "system", "content": "s"}, {"role": "user", "content": "hi"}], seed=0, turn=0)
+    n = len(policy.prompt_ids(request.messages))
+    for new, fits in ((300 - n, True), (301 - n, False)):
+        reply = HFPolicy(policy.model, policy.tokenizer, SamplingConfig(temperature=0.0, max_new_tokens=new),
+                         context_length=300, attn_implementation="eager").generate([request])[0]
+        assert (reply.finish_reason != CONTEXT_LENGTH_EXCEEDED) == fits and reply.error is None
+    policy.tokenizer.model_max_length = 250  # the tokenizer's limit counts too
+    assert HFPolicy(policy.model, policy.tokenizer, attn_implementation="eager").context_length == 250
+
+
+def test_the_reply_cap_defaults_to_the_models_generation_config(spiky) -> None:  # type: ignore[no-untyped-def]
+    model, tokenizer = spiky
+    assert model.generation_config.max_new_tokens == REPLY_TOKENS  # written by `arlkit model init`
+    assert HFPolicy(model, tokenizer, attn_implementation="eager").sampling.max_new_tokens == REPLY_TOKENS
+    assert HFPolicy(model, tokenizer, SamplingConfig(max_new_tokens=5), attn_implementation="eager").sampling.max_new_tokens == 5
 
 
 def test_bad_model_paths_raise_policy_error(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -179,7 +208,7 @@ def test_finished_rows_keep_views_of_the_batch_cache_not_copies(spiky, real_requ
     policy = make_hf(spiky)
     requests = [r for r in real_requests if r.turn == 0][:4]
     policy.generate(requests)
-    entries = [policy._store.rows[r.seed] for r in requests]
+    entries = [policy._store.rows[conversation_key(r)] for r in requests]
     layers = spiky[0].config.num_hidden_layers
     buffers = {ptr for e in entries for ptr in e.storages()}
     assert len(buffers) == 2 * layers  # one key and one value buffer per layer, shared by all rows
@@ -198,3 +227,29 @@ def test_chat_tokens_never_take_the_unknown_token_for_an_end_of_turn() -> None:
     assert chat.eos_ids == {2} and chat.pad_id == 2
     chatml = SimpleNamespace(eos_token_id=2, pad_token_id=0, unk_token_id=3, convert_tokens_to_ids=lambda _: 7)
     assert ChatTokens(chatml).eos_ids == {2, 7} and ChatTokens(chatml).pad_id == 0
+
+
+def test_trajectories_that_share_a_seed_across_budgets_keep_their_own_caches(spiky) -> None:  # type: ignore[no-untyped-def]
+    # announced budgets 3 and 6 of one task and sample share their seeds and run side by side
+    tasks = make("frozenlake", **ENV).tasks("test", 2)
+    jobs = make_jobs(tasks, 1, 3, seed=2) + make_jobs(tasks, 1, 6, seed=2)
+    prompt = PromptConfig(budget_mode="announced", counters="observation")  # chats that only grow
+
+    def run(policy: Policy):  # type: ignore[no-untyped-def]
+        return run_rollouts(lambda: make("frozenlake", **ENV), jobs, policy, prompt)
+
+    reused, plain, by_seed = make_hf(spiky), make_hf(spiky, reuse_kv=False), make_hf(spiky)
+
+    class BySeed:  # caches keyed by the seed alone: the two budgets evict each other's entries
+        name = "by-seed"
+
+        def generate(self, requests):  # type: ignore[no-untyped-def]
+            return by_seed.generate_with(requests, cache_keys=[r.seed for r in requests])
+
+    replies = [[t.reply for t in x.turns] for x in run(reused)]
+    assert replies == [[t.reply for t in x.turns] for x in run(plain)] == [[t.reply for t in x.turns] for x in run(BySeed())]
+    assert reused.stats["prompt_tokens"] == by_seed.stats["prompt_tokens"]
+    assert reused.stats["prefilled_tokens"] < 0.7 * by_seed.stats["prefilled_tokens"]
+    a = Request([], seed=5, turn=1, remaining=2)
+    assert conversation_key(a) == conversation_key(Request([], seed=5, turn=2, remaining=1))  # same trajectory
+    assert conversation_key(a) != conversation_key(Request([], seed=5, turn=1, remaining=5))  # another budget

@@ -9,8 +9,9 @@ import pytest
 
 from arlkit.envs import make
 from arlkit.envs.checker import JUNK_REPLIES
-from arlkit.policies import Reply, Request, make_policy
+from arlkit.policies import CONTEXT_LENGTH_EXCEEDED, Reply, Request, make_policy
 from arlkit.rollout import PromptConfig, build_messages, make_jobs, parse_tagged_action, run_rollouts
+from arlkit.rollout.records import ENDINGS
 
 
 def _factory(**config: object):
@@ -103,7 +104,41 @@ def test_backend_errors_end_only_their_trajectory() -> None:
     ok = [t for t in trajs if not t.error]
     assert failed and ok and len(trajs) == 16
     assert all(t.error == "HTTP 503 after 3 retries" and not t.turns for t in failed)
-    assert all(t.turns for t in ok)
+    assert all(t.ended_by == "policy_error" for t in failed)
+    assert all(t.turns and t.ended_by != "policy_error" for t in ok)
+
+
+def test_a_full_context_window_ends_the_trajectory_as_a_failure_not_an_error() -> None:
+    @dataclass
+    class Window:
+        """Two turns fit; the third prompt does not."""
+
+        name: str = "window"
+
+        def generate(self, requests: Sequence[Request]) -> list[Reply]:
+            return [Reply("", finish_reason=CONTEXT_LENGTH_EXCEEDED) if r.turn == 2 else Reply("<action>Up</action>")
+                    for r in requests]
+
+    tasks = _factory(slippery=False)().tasks("test", 3)
+    trajs = run_rollouts(_factory(slippery=False), make_jobs(tasks, 2, 10, 0), Window())
+    assert len(trajs) == 6
+    for traj in trajs:
+        assert traj.ended_by == CONTEXT_LENGTH_EXCEEDED and traj.error is None
+        assert len(traj.turns) == 2 and not traj.success and traj.success_turn is None
+
+
+def test_every_trajectory_records_why_it_ended() -> None:
+    env = _factory()()
+    tasks = env.tasks("test", 8)
+    trajs = run_rollouts(_factory(), make_jobs(tasks, 4, 12, 0), make_policy("random"))
+    seen = {t.ended_by for t in trajs}
+    assert seen <= set(ENDINGS) and {"terminal", "budget"} <= seen  # slippery random walks fall in holes
+    for traj in trajs:
+        assert (traj.ended_by == "success") == traj.success
+        if traj.ended_by == "budget":
+            assert len(traj.turns) == 12
+        elif not traj.success:
+            assert traj.ended_by == "terminal"  # a hole (possibly on the last turn)
 
 
 @pytest.mark.parametrize(

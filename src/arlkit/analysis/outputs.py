@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from arlkit.metrics.bootstrap import Estimate
+from arlkit.rollout.parsing import valid_utf8
 
 __all__ = ["ANALYSIS_FORMAT", "estimate_dict", "fmt_estimate", "fmt_pct", "save_figure", "write_csv", "write_json", "write_text"]
 
@@ -23,10 +24,11 @@ ANALYSIS_FORMAT = 1
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically."""
+    """Write ``text`` to ``path`` atomically, as valid UTF-8 (model text may hold lone surrogates:
+    they become U+FFFD, as in ``trajectories.jsonl``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(valid_utf8(text)[0], encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -42,7 +44,7 @@ def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) 
     """A CSV file with ``header``; floats with 6 significant digits, NaN and ``None`` empty."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+    with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as handle:  # model text: see write_text
         writer = csv.writer(handle)
         writer.writerow(header)
         for row in rows:

@@ -1,4 +1,8 @@
-"""``arlkit eval``: Pass@(K,T) of policies on an environment's tasks."""
+"""``arlkit eval``: Pass@(K,T) of policies on an environment's tasks.
+
+Exit codes: 0 when every trajectory finished; 1 when some ended by policy errors (re-run the same
+command to retry them); 2 for bad input.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from arlkit.cli.progress import progress_reporter
 from arlkit.config import ConfigError, build_config, parse_key_values
 from arlkit.envs import env_config, list_envs
 from arlkit.evaluation import EvalConfig, run_eval
-from arlkit.policies import SamplingConfig
+from arlkit.policies import BackendOptions, SamplingConfig
 
 __all__ = ["register"]
 
@@ -28,7 +32,10 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=defaults.temperature, help="sampling temperature (0 = greedy)")
     parser.add_argument("--top-p", type=float, default=defaults.top_p, help="nucleus sampling mass")
     parser.add_argument("--top-k", type=int, default=defaults.top_k, help="top-k sampling (0 = off)")
-    parser.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens, help="cap on tokens per reply")
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=defaults.max_new_tokens,
+        help="cap on tokens per reply (default: the model's generation config, 32 for the embedded tiny model; else 256)",
+    )
 
 
 def sampling_from_args(args: argparse.Namespace) -> SamplingConfig:
@@ -40,6 +47,25 @@ def sampling_from_args(args: argparse.Namespace) -> SamplingConfig:
         "max_new_tokens": args.max_new_tokens,
     }
     return build_config(SamplingConfig, values, where="sampling")
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """Timeouts, retries and the context window of LLM backends (scripted policies ignore them)."""
+    parser.add_argument("--request-timeout", type=float, default=None, metavar="SECONDS", help="openai: seconds one HTTP attempt may take (default 60)")
+    parser.add_argument("--max-retries", type=int, default=None, help="openai: further attempts after a 429, 5xx, timeout, dropped connection or malformed reply (default 4)")
+    parser.add_argument("--retry-backoff", type=float, default=None, metavar="SECONDS", help="openai: seconds before the first retry, doubled each time (default 0.5)")
+    parser.add_argument("--context-length", type=int, default=None, metavar="TOKENS", help="context window (prompt + reply); hf: at most the model's own (default); openai: the server's, when known")
+
+
+def backend_from_args(args: argparse.Namespace) -> BackendOptions:
+    """The :class:`BackendOptions` of parsed backend options (validated)."""
+    values = {
+        "request_timeout": args.request_timeout,
+        "max_retries": args.max_retries,
+        "retry_backoff": args.retry_backoff,
+        "context_length": args.context_length,
+    }
+    return build_config(BackendOptions, values, where="backend")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -60,7 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap", type=int, default=defaults.bootstrap, help="bootstrap resamples for CIs")
     p.add_argument("--max-active", type=int, default=defaults.max_active, help="trajectories in flight at once")
     p.add_argument("--out", required=True, help="run directory (re-run the same command to resume)")
+    p.add_argument("--allow-errors", action="store_true", help="compute Pass@(K,T) even while trajectories ended by policy errors remain, counting them as failures")
     add_sampling_arguments(p)
+    add_backend_arguments(p)
     p.set_defaults(handler=_handle)
 
 
@@ -85,8 +113,10 @@ def _handle(args: argparse.Namespace) -> int:
             "history": args.history,
             "counters": args.counters,
             "sampling": sampling_from_args(args),
+            "backend": backend_from_args(args),
             "bootstrap": args.bootstrap,
             "max_active": args.max_active,
+            "allow_errors": args.allow_errors,
         },
         where="eval",
     )
@@ -98,7 +128,11 @@ def _handle(args: argparse.Namespace) -> int:
     print((Path(args.out) / "summary.md").read_text(encoding="utf-8"))
     if result.resumed:
         print(f"resumed: kept {result.resumed} finished trajectories")
-    print(f"results in {args.out}/: summary.md, passkt.csv, passkt.png, trajectories.jsonl", file=sys.stdout)
+    names = ("summary.md", "passkt.csv", "passkt.png", "trajectories.jsonl", "errors.jsonl")
+    print(f"results in {args.out}/: {', '.join(n for n in names if (Path(args.out) / n).exists())}", file=sys.stdout)
+    if result.errors:
+        print(f"{result.errors} trajectories ended by policy errors; re-run to retry them", file=sys.stderr)
+        return 1
     return 0
 
 

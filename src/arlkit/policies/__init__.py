@@ -1,9 +1,13 @@
 """Policies: the protocol, scripted policies and LLM backends, built from spec strings."""
 
-from arlkit.policies.protocol import Message, Policy, PolicyError, Reply, Request, ScoringPolicy
-from arlkit.policies.registry import SamplingConfig, list_policy_kinds, make_policy, register_policy
+from arlkit.policies.protocol import (
+    CONTEXT_LENGTH_EXCEEDED, Message, Policy, PolicyError, Reply, Request, ScoringPolicy,
+)
+from arlkit.policies.registry import BackendOptions, SamplingConfig, list_policy_kinds, make_policy, register_policy
 
 __all__ = [
+    "CONTEXT_LENGTH_EXCEEDED",
+    "BackendOptions",
     "Message",
     "Policy",
     "PolicyError",

@@ -4,7 +4,7 @@
 tokenizer's chat template and samples all replies of a turn as one left-padded batch.
 
 **Reuse across turns.** A multi-turn episode re-sends its growing history every turn. After each
-reply the backend keeps the trajectory's keys/values (keyed by ``Request.seed``) together with the
+reply the backend keeps the trajectory's keys/values (keyed by :func:`conversation_key`) together with the
 token ids they encode; the next turn prefills only the tokens after the longest common prefix of
 the new prompt and the cached ids. Rows of one batch that share a long prefix (the system prompt,
 identical for all trajectories of one turn and budget) get it computed once and copied. Reuse is
@@ -36,12 +36,13 @@ from arlkit.policies.chat import ChatTokens
 from arlkit.policies.kv_cache import (
     CacheEntry, CacheStore, CachedBatch, PrefillRow, buffer_layer_class, common_prefix_length, require_cache_layers,
 )
-from arlkit.policies.protocol import Message, PolicyError, Reply, Request
+from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Message, PolicyError, Reply, Request
 from arlkit.policies.quiet import quiet_progress
-from arlkit.policies.registry import SamplingConfig, register_policy
+from arlkit.policies.registry import BackendOptions, SamplingConfig, register_policy
 
 __all__ = [
-    "DEFAULT_STOP", "HFPolicy", "continuation_logprobs", "load_hf_model", "process_logits", "sampling_seed",
+    "DEFAULT_STOP", "HFPolicy", "continuation_logprobs", "conversation_key", "load_hf_model", "model_context_length",
+    "process_logits", "sampling_seed",
 ]
 
 DEFAULT_STOP = ("</action>",)
@@ -51,6 +52,25 @@ _OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 _MIN_SHARED_PREFIX = 32  # shortest common prefix worth computing once for several rows
 _ATTENTION_BYTES = 256 * 2**20  # cap on one prefill chunk's attention-score tensor
 _PROBE_MAX_PARAMS = 500_000_000  # above this, CPU attention is not probed (matmuls dominate anyway)
+_UNSET_MAX_LENGTH = 10**8  # transformers' tokenizers report a huge model_max_length when none is known
+
+
+def model_context_length(model: Any, tokenizer: Any) -> int | None:
+    """The context window of ``model``: the smaller of its config's ``max_position_embeddings`` and
+    the tokenizer's ``model_max_length`` (ignoring the placeholder transformers puts when unknown);
+    ``None`` when neither is known."""
+    limits = [int(getattr(model.config, "max_position_embeddings", 0) or 0)]
+    limits.append(int(getattr(tokenizer, "model_max_length", 0) or 0))
+    known = [n for n in limits if 0 < n < _UNSET_MAX_LENGTH]
+    return min(known) if known else None
+
+
+def conversation_key(request: Request) -> int:
+    """The KV-cache key of ``request``'s trajectory: its seed, and in announced mode its budget
+    (``turn + remaining``), since trajectories of one task and sample share their seeds across
+    budgets and may run side by side."""
+    budget = request.turn + request.remaining if request.remaining is not None else -1
+    return hash((request.seed, budget))
 
 
 def sampling_seed(seed: int, turn: int) -> int:
@@ -158,7 +178,9 @@ class HFPolicy:
         model: a causal LM (``AutoModelForCausalLM``), on its device; it is put in eval mode while
             generating and restored afterwards.
         tokenizer: its tokenizer, with a chat template.
-        sampling: temperature, top-p, top-k and the cap on new tokens.
+        sampling: temperature, top-p, top-k and the cap on new tokens (unset: the model's
+            generation config ``max_new_tokens``, else
+            :data:`~arlkit.policies.registry.DEFAULT_MAX_NEW_TOKENS`).
         name: the policy's name in records (``hf:PATH`` when built from a spec).
         stop: strings that end a reply (kept in the reply).
         attn_implementation: ``"auto"`` (on CPU, time eager attention and arlkit's kernel
@@ -168,6 +190,9 @@ class HFPolicy:
             depend on the split).
         kv_cache_bytes: memory for reused keys/values; least recently used trajectories go first.
         reuse_kv: keep caches across turns (set False to re-encode every prompt, e.g. to compare).
+        context_length: the context window in tokens, at most the model's own
+            (:func:`model_context_length`, the default). A request whose prompt plus
+            ``max_new_tokens`` exceeds it is answered with ``finish_reason="context_length_exceeded"``.
     """
 
     def __init__(
@@ -182,6 +207,7 @@ class HFPolicy:
         max_batch_size: int = 64,
         kv_cache_bytes: int = 2**30,
         reuse_kv: bool = True,
+        context_length: int | None = None,
     ) -> None:
         if not getattr(tokenizer, "chat_template", None):
             raise PolicyError("the tokenizer has no chat template; arlkit renders every prompt with it")
@@ -190,13 +216,18 @@ class HFPolicy:
         require_cache_layers()
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.chat = ChatTokens(tokenizer)
-        self.sampling = sampling or SamplingConfig()
+        default_reply = getattr(getattr(model, "generation_config", None), "max_new_tokens", None)
+        self.sampling = (sampling or SamplingConfig()).with_default_reply_tokens(default_reply)
         self.stop = tuple(stop)
         self.max_batch_size = max_batch_size
         self.device = next(model.parameters()).device
         self.eos_ids = self._eos_ids()
         self.pad_id = self.chat.pad_id
-        self.max_positions = int(getattr(model.config, "max_position_embeddings", 0) or 0)
+        if context_length is not None and context_length < 2:
+            raise ValueError(f"context_length must be >= 2 tokens, got {context_length}")
+        limits = [n for n in (model_context_length(model, tokenizer), context_length) if n is not None]
+        self.context_length = min(limits) if limits else None
+        """Tokens of prompt plus reply a request may use (``None``: unknown, unchecked)."""
         self._store = CacheStore(kv_cache_bytes)
         self._weights_version: tuple[int, ...] = ()
         self._pieces: dict[int, str] = {}
@@ -399,15 +430,17 @@ class HFPolicy:
         cache_keys: Sequence[int] | None = None,
     ) -> list[Reply]:
         """:meth:`generate` with this call's own sampling options and stop strings (the policy's by
-        default) and cache keys (default: each request's seed; e.g. a server keys by conversation)."""
-        sampling = sampling or self.sampling
+        default) and cache keys (default: each request's seed and announced budget, see
+        :func:`conversation_key`; e.g. a server keys by conversation)."""
+        sampling = (sampling or self.sampling).with_default_reply_tokens(self.sampling.max_new_tokens)
         stop = tuple(self.stop if stop is None else stop)
-        keys = list(cache_keys) if cache_keys is not None else [r.seed for r in requests]
+        keys = list(cache_keys) if cache_keys is not None else [conversation_key(r) for r in requests]
         if len(keys) != len(requests):
             raise ValueError(f"{len(keys)} cache keys for {len(requests)} requests")
         replies: list[Reply | None] = [None] * len(requests)
         todo: list[tuple[int, Request, np.ndarray, int]] = []
         limit = sampling.max_new_tokens
+        assert limit is not None  # with_default_reply_tokens sets it
         for i, request in enumerate(requests):
             try:
                 ids = self.prompt_ids(request.messages)
@@ -416,11 +449,8 @@ class HFPolicy:
                 continue
             if not ids:
                 replies[i] = Reply("", error="the chat template rendered an empty prompt")
-            elif self.max_positions and len(ids) + limit > self.max_positions:
-                replies[i] = Reply(
-                    "", error=f"prompt of {len(ids)} tokens + {limit} new tokens exceeds the model's "
-                    f"{self.max_positions} positions"
-                )
+            elif self.context_length is not None and len(ids) + limit > self.context_length:
+                replies[i] = Reply("", prompt_ids=tuple(ids), finish_reason=CONTEXT_LENGTH_EXCEEDED)
             else:
                 todo.append((i, request, np.asarray(ids, dtype=np.int64), keys[i]))
         was_training = self.model.training
@@ -496,7 +526,9 @@ class HFPolicy:
         keys = [k for *_, k in part]
         rows = self._plan_rows(prompts, keys)
         self.stats["prompt_tokens"] += sum(len(p) for p in prompts)
-        batch, logits = self._prefill(rows, extra=cfg.max_new_tokens)
+        max_new = cfg.max_new_tokens
+        assert max_new is not None  # generate_with resolved it
+        batch, logits = self._prefill(rows, extra=max_new)
         generators = None
         if cfg.temperature > 0:
             generators = [torch.Generator().manual_seed(sampling_seed(r.seed, r.turn)) for _, r, _, _ in part]
@@ -506,7 +538,7 @@ class HFPolicy:
         where = list(range(b))  # batch position -> row
         live = torch.ones(b, dtype=torch.bool)
         done = [False] * b
-        for step in range(cfg.max_new_tokens):
+        for step in range(max_new):
             logp = process_logits(logits, cfg.temperature, cfg.top_k, cfg.top_p)
             gens = None if generators is None else [generators[r] for r in where]
             chosen = _sample(logp, gens)
@@ -517,7 +549,7 @@ class HFPolicy:
                     continue
                 tokens[row].append(chosen_ids[pos])
                 logprobs[row].append(chosen_lp[pos])
-                if self._finished(tokens[row], stop) or step == cfg.max_new_tokens - 1:
+                if self._finished(tokens[row], stop) or step == max_new - 1:
                     done[row] = True
                     live[pos] = False
                     if self.reuse_kv:
@@ -658,5 +690,8 @@ def continuation_logprobs(
 
 
 @register_policy("hf", needs_arg=True)
-def _make_hf(arg: str | None, sampling: SamplingConfig) -> HFPolicy:
-    return HFPolicy.from_pretrained(arg or "", sampling, attn_implementation=os.environ.get("ARLKIT_HF_ATTN", "auto"))
+def _make_hf(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> HFPolicy:
+    return HFPolicy.from_pretrained(
+        arg or "", sampling, attn_implementation=os.environ.get("ARLKIT_HF_ATTN", "auto"),
+        context_length=backend.context_length,
+    )

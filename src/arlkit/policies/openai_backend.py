@@ -3,10 +3,18 @@
 ``openai:MODEL@BASE_URL`` talks to vLLM, SGLang, a llama.cpp server or a hosted API through the
 official ``openai`` client. The API key is read from an environment variable (``OPENAI_API_KEY`` by
 default; a local server needs none). Requests of one turn run concurrently (bounded), every call
-has a timeout, and 429 / 5xx / connection failures are retried with exponential backoff. A request
-that still fails becomes ``Reply(error=...)``: the engine records it on that trajectory and the run
-goes on. Problems that concern the whole run (server unreachable, unknown model, a server that
+has a timeout, and 429 / 5xx / timeouts / dropped connections / malformed responses are retried
+with exponential backoff. A request that still fails becomes ``Reply(error=...)``: the engine ends
+that trajectory with ``ended_by="policy_error"`` and the run goes on (an evaluation retries it on
+resume). Problems that concern the whole run (server unreachable, unknown model, a server that
 never returns log-probs when they are required) raise :class:`PolicyError` instead.
+
+Context window: the server's context-length error (HTTP 400, "maximum context length", code
+``context_length_exceeded``) becomes ``Reply(finish_reason="context_length_exceeded")``, a legitimate
+end of the trajectory. With a known ``context_length`` (given, or read from such an error) a reply
+whose prompt (the server's reported ``usage.prompt_tokens``) plus ``max_tokens`` exceeds it is
+discarded the same way, so a server that does not enforce its window (or serves a larger one) ends
+trajectories where an enforcing one would.
 
 Stop strings: OpenAI semantics drop the matched stop string from the reply; since the parser needs
 the closing tag, a reply that ended on a stop with an ``<action>`` tag left open gets ``</action>``
@@ -16,20 +24,28 @@ appended back.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from arlkit.config import ConfigError
-from arlkit.policies.protocol import PolicyError, Reply, Request
-from arlkit.policies.registry import SamplingConfig, register_policy
+from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, PolicyError, Reply, Request
+from arlkit.policies.registry import BackendOptions, SamplingConfig, register_policy
 
-__all__ = ["OpenAIConfig", "OpenAIPolicy", "parse_openai_spec"]
+__all__ = ["OpenAIConfig", "OpenAIPolicy", "config_from_options", "is_context_length_error", "parse_openai_spec"]
 
 _STOP = "</action>"
+_CONTEXT_ERROR = re.compile(r"context[ _-]?(length|size|window)", re.IGNORECASE)
+_CONTEXT_LIMIT = re.compile(r"context[ _-]?(?:length|size|window)(?: is| of)? (\d+)", re.IGNORECASE)
+
+
+class _MalformedResponse(Exception):
+    """The server answered 200 with something that is not a chat completion."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +77,7 @@ class OpenAIConfig:
     check_model: bool = True
 
     def __post_init__(self) -> None:
-        if self.timeout <= 0:
+        if not self.timeout > 0:
             raise ValueError(f"timeout must be > 0, got {self.timeout}")
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
@@ -69,6 +85,17 @@ class OpenAIConfig:
             raise ValueError("backoff and max_backoff must be >= 0")
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
+
+
+def is_context_length_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a server's "prompt too long" refusal: an HTTP 400 whose code is
+    ``context_length_exceeded`` (OpenAI) or whose message names the context length / size / window
+    (vLLM: "This model's maximum context length is N tokens ..."; SGLang, llama.cpp alike)."""
+    if getattr(exc, "status_code", None) != 400:
+        return False
+    body = getattr(exc, "body", None)
+    code = body.get("code") if isinstance(body, dict) else None
+    return code == CONTEXT_LENGTH_EXCEEDED or bool(_CONTEXT_ERROR.search(str(exc)))
 
 
 def parse_openai_spec(arg: str) -> tuple[str, str | None]:
@@ -98,6 +125,8 @@ class OpenAIPolicy:
         sampling: temperature, top-p, top-k (sent as an extra field, understood by vLLM, SGLang and
             llama.cpp) and the cap on new tokens.
         config: timeouts, retries, concurrency and log-prob options.
+        context_length: the model's context window in tokens, when known (else it is learned from
+            the server's first context-length error).
         sleep: the function used to wait between attempts (tests replace it).
     """
 
@@ -109,13 +138,18 @@ class OpenAIPolicy:
         config: OpenAIConfig | None = None,
         *,
         name: str | None = None,
+        context_length: int | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         import openai
 
         self.model, self.base_url = model, base_url
-        self.sampling = sampling or SamplingConfig()
+        self.sampling = (sampling or SamplingConfig()).with_default_reply_tokens(None)
         self.config = config or OpenAIConfig()
+        if context_length is not None and context_length < 2:
+            raise ValueError(f"context_length must be >= 2 tokens, got {context_length}")
+        self.context_length = context_length
+        """Tokens of prompt plus reply the server accepts (``None``: unknown until it says)."""
         self.name = name or f"openai:{model}" + (f"@{base_url}" if base_url else "")
         self._sleep = sleep
         self._openai = openai
@@ -174,7 +208,21 @@ class OpenAIPolicy:
         openai = self._openai
         if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError)):
             return True
+        if isinstance(exc, (_MalformedResponse, openai.APIResponseValidationError, json.JSONDecodeError)):
+            return True  # a 200 whose body is not a completion (e.g. JSON cut short by a proxy)
         return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+    def _over_window(self, response: Any) -> bool:
+        """The request's prompt, as the server counted it, plus ``max_tokens`` exceeds the known window."""
+        prompt = getattr(getattr(response, "usage", None), "prompt_tokens", None)
+        if self.context_length is None or not isinstance(prompt, int):
+            return False
+        return prompt + (self.sampling.max_new_tokens or 0) > self.context_length
+
+    def _learn_limit(self, exc: BaseException) -> None:
+        found = _CONTEXT_LIMIT.search(str(exc))
+        if found and self.context_length is None and int(found.group(1)) >= 2:
+            self.context_length = int(found.group(1))
 
     def _one(self, request: Request) -> Reply:
         openai = self._openai
@@ -183,34 +231,49 @@ class OpenAIPolicy:
         for attempt in range(attempts):
             try:
                 response = self.client.chat.completions.create(**params)
+                reply = self._reply(response)
             except openai.NotFoundError as exc:
                 raise PolicyError(f"the server at {self._where()} does not know model {self.model!r}: {_message(exc)}") from None
+            except PolicyError:
+                raise
             except Exception as exc:  # noqa: BLE001 - sorted below; nothing may escape as a crash
-                if isinstance(exc, openai.OpenAIError) and self._retryable(exc) and attempt + 1 < attempts:
+                if is_context_length_error(exc):
+                    self._learn_limit(exc)
+                    return Reply("", finish_reason=CONTEXT_LENGTH_EXCEEDED)
+                if self._retryable(exc) and attempt + 1 < attempts:
                     self._sleep(min(self.config.max_backoff, self.config.backoff * 2**attempt))
                     continue
                 return Reply("", error=f"{type(exc).__name__} after {attempt + 1} attempt(s): {_message(exc)}")
-            return self._reply(response)
+            if self._over_window(response):
+                return Reply("", finish_reason=CONTEXT_LENGTH_EXCEEDED)
+            return reply
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _reply(self, response: Any) -> Reply:
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            return Reply("", error="the server returned no choices")
+        """The reply of a chat completion; :class:`_MalformedResponse` when it is none."""
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise _MalformedResponse(f"the server returned no choices: {repr(response)[:200]}")
         choice = choices[0]
-        text = getattr(choice.message, "content", None) or ""
-        if choice.finish_reason == "stop" and text.rfind("<action>") > text.rfind(_STOP):
+        text = getattr(getattr(choice, "message", None), "content", None) or ""
+        if not isinstance(text, str):
+            raise _MalformedResponse(f"the reply content is a {type(text).__name__}, not text")
+        if getattr(choice, "finish_reason", None) == "stop" and text.rfind("<action>") > text.rfind(_STOP):
             text += _STOP
         logprobs = None
         content = getattr(getattr(choice, "logprobs", None), "content", None)
         if content:
-            logprobs = tuple(float(item.logprob) for item in content)
+            try:
+                logprobs = tuple(float(item.logprob) for item in content)
+            except (AttributeError, TypeError, ValueError):
+                raise _MalformedResponse("the log-probs are not numbers") from None
         elif self.config.require_logprobs:
             raise PolicyError(
                 f"the server at {self._where()} returned no log-probs for model {self.model!r}; "
                 "it may not support them (or disable require_logprobs)"
             )
-        return Reply(text, logprobs=logprobs)
+        finish = getattr(choice, "finish_reason", None)
+        return Reply(text, logprobs=logprobs, finish_reason=finish if finish in ("stop", "length") else None)
 
     # -- the policy ----------------------------------------------------------------------------
 
@@ -232,7 +295,18 @@ def _message(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:300] + "..."
 
 
+def config_from_options(backend: BackendOptions, base: OpenAIConfig | None = None) -> OpenAIConfig:
+    """``base`` (default :class:`OpenAIConfig`) with the timeout and retry options ``backend`` sets."""
+    base = base or OpenAIConfig()
+    return replace(
+        base,
+        timeout=base.timeout if backend.request_timeout is None else backend.request_timeout,
+        max_retries=base.max_retries if backend.max_retries is None else backend.max_retries,
+        backoff=base.backoff if backend.retry_backoff is None else backend.retry_backoff,
+    )
+
+
 @register_policy("openai", needs_arg=True)
-def _make_openai(arg: str | None, sampling: SamplingConfig) -> OpenAIPolicy:
+def _make_openai(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> OpenAIPolicy:
     model, base_url = parse_openai_spec(arg or "")
-    return OpenAIPolicy(model, base_url, sampling)
+    return OpenAIPolicy(model, base_url, sampling, config_from_options(backend), context_length=backend.context_length)

@@ -10,7 +10,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Message", "Policy", "PolicyError", "Reply", "Request", "ScoringPolicy"]
+__all__ = ["CONTEXT_LENGTH_EXCEEDED", "Message", "Policy", "PolicyError", "Reply", "Request", "ScoringPolicy"]
+
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+"""``Reply.finish_reason`` when the prompt plus ``max_new_tokens`` does not fit the policy's context
+window (vLLM's and the OpenAI API's name for it); the rollout engine ends the trajectory there."""
 
 Message = Mapping[str, str]
 """One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
@@ -55,6 +59,9 @@ class Reply:
             empty and the rollout engine ends the trajectory, recording the error.
         prompt_ids: ids of the prompt the reply was sampled after, when the backend encoded it
             itself (the trainer reuses them instead of encoding the prompt again).
+        finish_reason: :data:`CONTEXT_LENGTH_EXCEEDED` when the request did not fit the context
+            window: ``text`` is empty and the engine ends the trajectory, a legitimate end and not
+            an error; otherwise ``None`` (backends may also report ``"stop"`` or ``"length"``).
     """
 
     text: str
@@ -62,11 +69,18 @@ class Reply:
     logprobs: tuple[float, ...] | None = None
     error: str | None = None
     prompt_ids: tuple[int, ...] | None = None
+    finish_reason: str | None = None
 
 
 @runtime_checkable
 class Policy(Protocol):
-    """Anything that turns conversations into replies."""
+    """Anything that turns conversations into replies.
+
+    Backends also tell their context window as ``context_length`` (tokens of prompt plus reply;
+    ``None``: unlimited, e.g. scripted policies) and answer a request that would not fit with
+    ``Reply(finish_reason=CONTEXT_LENGTH_EXCEEDED)``; the attribute is optional so that any object
+    with ``name`` and ``generate`` is a policy.
+    """
 
     name: str
 

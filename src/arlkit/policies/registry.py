@@ -1,18 +1,24 @@
 """Policy specs: ``random``, ``oracle``, ``noisy-oracle:0.3``, ``hf:PATH``, ``openai:MODEL@URL``.
 
 A spec is ``KIND`` or ``KIND:ARG``. Each kind is registered with a factory
-``factory(arg: str | None, sampling: SamplingConfig) -> Policy``.
+``factory(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> Policy``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arlkit.config import ConfigError
 from arlkit.policies.protocol import Policy
 
-__all__ = ["SamplingConfig", "list_policy_kinds", "make_policy", "register_policy"]
+__all__ = [
+    "DEFAULT_MAX_NEW_TOKENS", "BackendOptions", "SamplingConfig", "list_policy_kinds", "make_policy", "register_policy",
+]
+
+DEFAULT_MAX_NEW_TOKENS = 256
+"""Cap on tokens per reply when neither the user nor the model's generation config sets one."""
 
 
 @dataclass(frozen=True)
@@ -23,13 +29,15 @@ class SamplingConfig:
         temperature: softmax temperature; 0 means greedy decoding.
         top_p: nucleus sampling mass (1.0 = off).
         top_k: keep only the k most likely tokens (0 = off).
-        max_new_tokens: cap on generated tokens per reply.
+        max_new_tokens: cap on generated tokens per reply; ``None``: the backend's default (``hf``:
+            the model's generation config ``max_new_tokens``, which the embedded tiny model sets to
+            its action format's size; else :data:`DEFAULT_MAX_NEW_TOKENS`).
     """
 
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
-    max_new_tokens: int = 256
+    max_new_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.temperature < 0:
@@ -38,11 +46,51 @@ class SamplingConfig:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.top_k < 0:
             raise ValueError(f"top_k must be >= 0, got {self.top_k}")
-        if self.max_new_tokens < 1:
+        if self.max_new_tokens is not None and self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
 
+    def with_default_reply_tokens(self, default: int | None) -> SamplingConfig:
+        """This config with ``max_new_tokens`` set: its own value, else ``default``, else
+        :data:`DEFAULT_MAX_NEW_TOKENS` (backends call this once, at construction)."""
+        if self.max_new_tokens is not None:
+            return self
+        return replace(self, max_new_tokens=default if default is not None and default >= 1 else DEFAULT_MAX_NEW_TOKENS)
 
-PolicyFactory = Callable[[str | None, SamplingConfig], Policy]
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Options of the LLM backends beyond sampling: request timeouts, retries and the context window
+    (scripted policies ignore them). ``None`` keeps the backend's own default.
+
+    Attributes:
+        request_timeout: seconds one HTTP attempt may take (``openai``; default
+            :class:`~arlkit.policies.openai_backend.OpenAIConfig` ``timeout``).
+        max_retries: further attempts after a 429, 5xx, timeout, dropped connection or malformed
+            response (``openai``).
+        retry_backoff: seconds before the first retry, doubled before each next one (``openai``).
+        context_length: the context window in tokens (prompt plus reply). ``hf``: at most the
+            model's own (``max_position_embeddings`` / tokenizer ``model_max_length``), which is
+            the default; ``openai``: unknown unless given or learned from the server's
+            context-length error.
+    """
+
+    request_timeout: float | None = None
+    max_retries: int | None = None
+    retry_backoff: float | None = None
+    context_length: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.request_timeout is not None and not (math.isfinite(self.request_timeout) and self.request_timeout > 0):
+            raise ValueError(f"request_timeout must be a finite number of seconds > 0, got {self.request_timeout}")
+        if self.max_retries is not None and self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.retry_backoff is not None and not (math.isfinite(self.retry_backoff) and self.retry_backoff >= 0):
+            raise ValueError(f"retry_backoff must be a finite number of seconds >= 0, got {self.retry_backoff}")
+        if self.context_length is not None and self.context_length < 2:
+            raise ValueError(f"context_length must be >= 2 tokens, got {self.context_length}")
+
+
+PolicyFactory = Callable[[str | None, SamplingConfig, BackendOptions], Policy]
 _KINDS: dict[str, tuple[PolicyFactory, bool]] = {}
 # Kinds whose module is imported only when first used (LLM backends pull in torch/transformers).
 _LAZY: dict[str, str] = {"hf": "arlkit.policies.hf", "openai": "arlkit.policies.openai_backend"}
@@ -70,8 +118,14 @@ def list_policy_kinds() -> list[str]:
     return sorted(set(_KINDS) | set(_LAZY))
 
 
-def make_policy(spec: str, sampling: SamplingConfig | None = None) -> Policy:
-    """Build a policy from its spec string; unknown kinds raise :class:`ConfigError`."""
+def make_policy(spec: str, sampling: SamplingConfig | None = None, backend: BackendOptions | None = None) -> Policy:
+    """Build a policy from its spec string; unknown kinds raise :class:`ConfigError`.
+
+    Args:
+        spec: ``KIND`` or ``KIND:ARG``.
+        sampling: sampling options of LLM backends.
+        backend: timeouts, retries and context window of LLM backends.
+    """
     _load_builtins()
     kind, sep, arg = spec.partition(":")
     if kind not in _KINDS and kind in _LAZY:
@@ -83,7 +137,7 @@ def make_policy(spec: str, sampling: SamplingConfig | None = None) -> Policy:
     factory, needs_arg = _KINDS[kind]
     if needs_arg and not arg:
         raise ConfigError(f"policy {kind!r} needs an argument: {kind}:ARG")
-    return factory(arg if sep else None, sampling or SamplingConfig())
+    return factory(arg if sep else None, sampling or SamplingConfig(), backend or BackendOptions())
 
 
 def _describe() -> list[str]:

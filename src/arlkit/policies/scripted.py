@@ -15,7 +15,7 @@ import numpy as np
 from arlkit.config import ConfigError
 from arlkit.envs.protocol import ActionSpace, Oracle
 from arlkit.policies.protocol import PolicyError, Reply, Request
-from arlkit.policies.registry import SamplingConfig, register_policy
+from arlkit.policies.registry import BackendOptions, SamplingConfig, register_policy
 
 __all__ = ["NoisyOraclePolicy", "RandomPolicy", "format_reply", "oracle_horizon"]
 
@@ -58,6 +58,7 @@ class RandomPolicy:
     """Uniformly random admissible actions."""
 
     name: str = "random"
+    context_length: None = None  # unlimited: no tokens
 
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
         return [Reply(format_reply("random move", _random_action(r, _rng(r)))) for r in requests]
@@ -69,6 +70,7 @@ class NoisyOraclePolicy:
 
     eps: float = 0.0
     name: str = "oracle"
+    context_length: None = None  # unlimited: no tokens
 
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
         replies = []
@@ -82,21 +84,21 @@ class NoisyOraclePolicy:
 
 
 @register_policy("random")
-def _make_random(arg: str | None, sampling: SamplingConfig) -> RandomPolicy:
+def _make_random(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> RandomPolicy:
     if arg:
         raise ConfigError(f"policy 'random' takes no argument, got {arg!r}")
     return RandomPolicy()
 
 
 @register_policy("oracle")
-def _make_oracle(arg: str | None, sampling: SamplingConfig) -> NoisyOraclePolicy:
+def _make_oracle(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> NoisyOraclePolicy:
     if arg:
         raise ConfigError(f"policy 'oracle' takes no argument, got {arg!r}")
     return NoisyOraclePolicy(0.0, "oracle")
 
 
 @register_policy("noisy-oracle", needs_arg=True)
-def _make_noisy(arg: str | None, sampling: SamplingConfig) -> NoisyOraclePolicy:
+def _make_noisy(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> NoisyOraclePolicy:
     try:
         eps = float(arg or "")
     except ValueError:

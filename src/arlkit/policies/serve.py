@@ -8,7 +8,9 @@ as one batch (requests with equal sampling options share a forward pass).
 Semantics follow the OpenAI API: the matched stop string is not part of the returned content;
 ``finish_reason`` is ``"stop"`` (end of turn or stop string) or ``"length"``; ``seed`` makes
 sampling reproducible; ``logprobs: true`` returns one entry per generated token (an end-of-turn
-token excluded). ``top_k`` is accepted as an extra field, as vLLM does.
+token excluded). ``top_k`` is accepted as an extra field, as vLLM does. A prompt that with
+``max_tokens`` exceeds the model's context window is refused with HTTP 400, code
+``context_length_exceeded`` and vLLM's message ("This model's maximum context length is N tokens.").
 
 Run it with ``python -m arlkit.policies.serve MODEL_DIR --port 8000``.
 """
@@ -28,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from arlkit.policies.hf import HFPolicy
-from arlkit.policies.protocol import PolicyError, Reply, Request
+from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, PolicyError, Reply, Request
 from arlkit.policies.registry import SamplingConfig
 
 __all__ = ["OpenAICompatibleServer"]
@@ -162,6 +164,15 @@ class OpenAICompatibleServer:
         reply = self.submit(job)
         if reply.error is not None:
             raise _BadRequest(job.status, reply.error, "server_error" if job.status >= 500 else "invalid_request_error")
+        if reply.finish_reason == CONTEXT_LENGTH_EXCEEDED:
+            prompt, new = len(reply.prompt_ids or ()), sampling.max_new_tokens or 0
+            raise _BadRequest(
+                400,
+                f"This model's maximum context length is {self.policy.context_length} tokens. However, you requested "
+                f"{prompt + new} tokens ({prompt} in the messages, {new} in the completion). "
+                "Please reduce the length of the messages or completion.",
+                CONTEXT_LENGTH_EXCEEDED,
+            )
         return self._response(reply, sampling, stop, want_logprobs, body)
 
     def _parse(self, body: Any) -> tuple[Request, SamplingConfig, tuple[str, ...], bool]:
@@ -180,7 +191,7 @@ class OpenAICompatibleServer:
         stop = [stop] if isinstance(stop, str) else stop
         if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
             raise _BadRequest(400, "stop must be a string or a list of strings")
-        limit = body.get("max_completion_tokens") or body.get("max_tokens") or self.policy.sampling.max_new_tokens
+        limit: Any = body.get("max_completion_tokens") or body.get("max_tokens") or self.policy.sampling.max_new_tokens
         try:
             sampling = SamplingConfig(
                 temperature=float(body.get("temperature", 1.0)),

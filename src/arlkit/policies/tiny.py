@@ -84,6 +84,12 @@ TINY_SIZES: dict[str, TinySpec] = {
     "micro": TinySpec(320, 1152, 7, 8, 4),
 }
 MAX_POSITIONS = 8192
+REPLY_TOKENS = 32
+"""The model's default cap on tokens per reply (``generation_config.json`` ``max_new_tokens``, which
+the ``hf`` backend uses when none is given): 4x the longest reply of the corpus (``<think>optimal
+move</think><action>Left</action>`` plus the end of turn is 8 tokens of this tokenizer), so an
+untrained model's full-history chat stays within :data:`MAX_POSITIONS` for a 70-turn FrozenLake
+episode (~100 tokens a turn) instead of outgrowing it by turn 30 at 256 tokens a reply."""
 MAX_VOCAB = 4096
 """Cap on the BPE vocabulary; arlkit's corpus has fewer distinct merges (~800 tokens result)."""
 VOCAB_MULTIPLE = 64
@@ -282,7 +288,8 @@ def init_tiny_model(size: str, out_dir: str | Path, seed: int = 0, *, overwrite:
         torch.manual_seed(seed)
         model = Qwen2ForCausalLM(config).to(torch.float32)
     model.generation_config = GenerationConfig(
-        bos_token_id=ids[BOS_TOKEN], eos_token_id=ids[EOS_TOKEN], pad_token_id=ids[PAD_TOKEN]
+        bos_token_id=ids[BOS_TOKEN], eos_token_id=ids[EOS_TOKEN], pad_token_id=ids[PAD_TOKEN],
+        max_new_tokens=REPLY_TOKENS,
     )
 
     return save_model_dir(model, tokenizer, out)

@@ -44,7 +44,7 @@ def summary_markdown(rows: Sequence[PassRow], *, title: str, notes: Sequence[str
     policies = list(dict.fromkeys(r.policy for r in rows))
     cell = {(r.policy, r.T, r.k): r for r in rows}
     lines = [f"# {title}", ""]
-    for k in sorted({ks[0], ks[-1]}):
+    for k in sorted({ks[0], ks[-1]}) if rows else ():
         lines.append(f"## Pass@{k} (%, 95% bootstrap CI over tasks)")
         lines.append("")
         header = ["policy"] + [f"T={T} ({_pct(cell[(policies[0], T, k)].T_frac)}%)" for T in budgets]
@@ -115,7 +115,7 @@ def write_eval_report(result: EvalResult, config: EvalConfig) -> None:
         f"{config.budget_mode} budgets, T_max = {result.t_max})"
     )
     notes = [
-        f"- trajectories: {len(result.trajectories)}; ended by a policy error: {result.errors}",
+        *result.notes,
         "- upper bound: the best Pass@k any policy can reach, mean over tasks of 1 - (1 - p*)^k with p* the "
         "optimal success probability within T (the structural bound for deterministic tasks).",
         "- budget headroom (Pass@1 scale): the budget-aware optimum minus the policy optimal for T_max, within T; "
@@ -123,4 +123,7 @@ def write_eval_report(result: EvalResult, config: EvalConfig) -> None:
         "- files: trajectories.jsonl, passkt.csv, passkt.png, run.json",
     ]
     _atomic_write_text(out / "summary.md", summary_markdown(result.rows, title=title, notes=notes))
-    plot_passkt(result.rows, out / "passkt.png", title=title)
+    if result.rows:
+        plot_passkt(result.rows, out / "passkt.png", title=title)
+    else:  # no table yet (see the notes): no stale plot either
+        (out / "passkt.png").unlink(missing_ok=True)

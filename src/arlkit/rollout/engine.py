@@ -2,7 +2,8 @@
 
 At every tick the engine asks the policy for the next reply of every active trajectory in one
 batch, steps each environment, and retires the trajectories that finished (success, terminal
-state, budget spent, or a backend error); waiting jobs take their places (continuous batching).
+state, budget spent, the policy's context window full, or a backend error; each records why in
+``ended_by``); waiting jobs take their places (continuous batching).
 Each trajectory carries its own environment and policy seeds, so its outcome does not depend on
 which other trajectories share its batches.
 """
@@ -13,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
-from arlkit.policies.protocol import Policy, Request
+from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Policy, Reply, Request
 from arlkit.rollout.prompts import PromptConfig, turn_messages
-from arlkit.rollout.records import Trajectory, TurnRecord
+from arlkit.rollout.parsing import valid_utf8
+from arlkit.rollout.records import POLICY_ERROR, Trajectory, TurnRecord
 from arlkit.rollout.seeds import derive_seed
 
 __all__ = ["Job", "make_jobs", "run_rollouts"]
@@ -122,6 +124,45 @@ def _apply(active: _Active, text: str) -> tuple[ParsedAction, StepResult]:
     return parsed, result
 
 
+def _advance(item: _Active, reply: Reply) -> bool:
+    """Record one reply on its trajectory (a turn, or why it ended); whether the trajectory ended."""
+    trajectory = item.trajectory
+    if reply.error is not None:
+        trajectory.error, trajectory.ended_by = reply.error, POLICY_ERROR
+        return True
+    if reply.finish_reason == CONTEXT_LENGTH_EXCEEDED:
+        trajectory.ended_by = CONTEXT_LENGTH_EXCEEDED
+        return True
+    state = str(item.env.state_key())
+    # Text UTF-8 cannot encode (a lone surrogate from a server's JSON) would break the next prompt
+    # (tokenizers and HTTP clients encode it): it is replaced once here and counted.
+    text, replaced = valid_utf8(reply.text) if isinstance(reply.text, str) else (str(reply.text), 0)
+    trajectory.replaced_code_points += replaced
+    parsed, result = _apply(item, text)
+    trajectory.turns.append(
+        TurnRecord(
+            reply=text,
+            action=parsed.action,
+            valid=result.valid,
+            reward=result.reward,
+            observation=result.observation,
+            state=state,
+            strict_format=parsed.strict_format,
+            token_ids=list(reply.token_ids) if reply.token_ids is not None else None,
+            logprobs=list(reply.logprobs) if reply.logprobs is not None else None,
+        )
+    )
+    item.observations.append(result.observation)
+    if result.success and trajectory.success_turn is None:
+        trajectory.success = True
+        trajectory.success_turn = len(trajectory.turns)
+    if result.done:
+        trajectory.ended_by = "success" if trajectory.success else "terminal"
+    elif len(trajectory.turns) >= item.job.budget:
+        trajectory.ended_by = "budget"
+    return trajectory.ended_by is not None
+
+
 def run_rollouts(
     make_env: Callable[[], Env],
     jobs: Sequence[Job],
@@ -140,13 +181,14 @@ def run_rollouts(
         policy: called once per tick with the requests of all active trajectories.
         prompt: budget mode and history window.
         max_active: most trajectories in flight at once (bounds memory, e.g. KV caches).
-        on_finish: called with each trajectory as soon as it finishes (e.g. to write it).
+        on_finish: called with each trajectory as soon as it ends (e.g. to write it), including
+            those ended by a backend failure (``ended_by == "policy_error"``).
         policy_name: the name recorded in each trajectory (default: ``policy.name``).
     """
     prompt = prompt or PromptConfig()
     if max_active < 1:
         raise ValueError(f"max_active must be >= 1, got {max_active}")
-    policy_name = policy_name or getattr(policy, "name", type(policy).__name__)
+    policy_name = policy_name or str(getattr(policy, "name", type(policy).__name__))
     results: list[Trajectory | None] = [None] * len(jobs)
     pending = list(range(len(jobs)))[::-1]
     active: dict[int, _Active] = {}
@@ -162,34 +204,9 @@ def run_rollouts(
             raise RuntimeError(f"policy {policy_name!r} returned {len(replies)} replies for {len(order)} requests")
         for index, reply in zip(order, replies, strict=True):
             item = active[index]
-            trajectory = item.trajectory
-            state = str(item.env.state_key())
-            if reply.error is not None:
-                trajectory.error = reply.error
-                finished = True
-            else:
-                parsed, result = _apply(item, reply.text)
-                trajectory.turns.append(
-                    TurnRecord(
-                        reply=reply.text,
-                        action=parsed.action,
-                        valid=result.valid,
-                        reward=result.reward,
-                        observation=result.observation,
-                        state=state,
-                        strict_format=parsed.strict_format,
-                        token_ids=list(reply.token_ids) if reply.token_ids is not None else None,
-                        logprobs=list(reply.logprobs) if reply.logprobs is not None else None,
-                    )
-                )
-                item.observations.append(result.observation)
-                if result.success and trajectory.success_turn is None:
-                    trajectory.success = True
-                    trajectory.success_turn = len(trajectory.turns)
-                finished = result.done or len(trajectory.turns) >= item.job.budget
-            if finished:
+            if _advance(item, reply):
                 del active[index]
-                results[index] = trajectory
+                results[index] = item.trajectory
                 if on_finish is not None:
-                    on_finish(trajectory)
+                    on_finish(item.trajectory)
     return [t for t in results if t is not None]

@@ -2,7 +2,11 @@
 
 Each finished trajectory is one JSON line with at least ``task_id``, ``sample``, ``budget``,
 ``budget_mode``, ``turns`` (each with ``reply``, ``action``, ``valid``, ``reward``,
-``observation``), ``success``, ``success_turn`` (1-based or null) and ``return``.
+``observation``), ``success``, ``success_turn`` (1-based or null), ``ended_by`` and ``return``.
+
+Every line is valid UTF-8 whatever the model sent: :class:`JsonlWriter` replaces the code points
+UTF-8 cannot encode (lone surrogates, e.g. a server's JSON ``"\ud800"``) with U+FFFD and records how
+many in the line's ``replaced_code_points`` (see docs/concepts.md, "Records").
 """
 
 from __future__ import annotations
@@ -12,9 +16,22 @@ import os
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-__all__ = ["JsonlWriter", "Trajectory", "TurnRecord", "read_trajectories"]
+from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED
+from arlkit.rollout.parsing import valid_utf8
+
+__all__ = [
+    "CONTEXT_LENGTH_EXCEEDED", "ENDINGS", "POLICY_ERROR", "JsonlWriter", "Trajectory", "TurnRecord", "read_trajectories",
+]
+
+POLICY_ERROR = "policy_error"
+"""``ended_by`` of a trajectory cut short by a backend failure (``error`` holds the message). Such a
+trajectory is not finished: evaluations keep it apart and retry it on resume."""
+ENDINGS = ("success", "terminal", "budget", CONTEXT_LENGTH_EXCEEDED, POLICY_ERROR)
+"""Values of :attr:`Trajectory.ended_by`: solved, a terminal state without success, the turn budget
+spent, the context window full (the next prompt plus ``max_new_tokens`` did not fit: a legitimate
+end, a failure unless already solved), a backend failure."""
 
 
 @dataclass
@@ -64,6 +81,9 @@ class Trajectory:
         success_turn: 1-based turn of the first success, or ``None``.
         error: a policy-backend failure that ended the trajectory early, or ``None``.
         group: an optional group label (training: the trajectories of one task in one step).
+        ended_by: why it ended, one of :data:`ENDINGS` (``None`` in records older than the field).
+        replaced_code_points: code points the writer replaced with U+FFFD to keep the record valid
+            UTF-8 (lone surrogates in a reply, action or observation); 0 for clean text.
     """
 
     env: str
@@ -80,6 +100,8 @@ class Trajectory:
     success_turn: int | None = None
     error: str | None = None
     group: str | None = None
+    ended_by: str | None = None
+    replaced_code_points: int = 0
 
     @property
     def total_return(self) -> float:
@@ -109,22 +131,56 @@ class Trajectory:
         return cls(**fields)
 
 
+def _clean(value: Any) -> tuple[Any, int]:
+    """``value`` (JSON data) with every string made valid UTF-8, and the number of code points replaced."""
+    if isinstance(value, str):
+        return valid_utf8(value)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        total = 0
+        for key, item in value.items():
+            clean_key, a = _clean(key) if isinstance(key, str) else (key, 0)
+            out[clean_key], b = _clean(item)
+            total += a + b
+        return out, total
+    if isinstance(value, (list, tuple)):
+        items = [_clean(item) for item in value]
+        return [item for item, _ in items], sum(n for _, n in items)
+    return value, 0
+
+
 class JsonlWriter:
     """Appends one JSON line per trajectory and flushes it, so a killed run loses at most the
-    line being written (which :func:`read_trajectories` then discards)."""
+    line being written (which :func:`read_trajectories` then discards).
 
-    def __init__(self, path: Path, *, with_tokens: bool = False) -> None:
-        self.path = path
+    Every line is valid UTF-8: code points UTF-8 cannot encode are replaced (see :func:`valid_utf8`),
+    counted in the line's ``replaced_code_points`` and in :attr:`replaced` (this writer's total).
+    The file is opened on the first write (``lazy``) or at once.
+    """
+
+    def __init__(self, path: Path, *, with_tokens: bool = False, lazy: bool = False) -> None:
+        self.path = Path(path)
         self.with_tokens = with_tokens
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.replaced = 0
+        self.written = 0
+        self._file: TextIO | None = None if lazy else open(self.path, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, trajectory: Trajectory) -> None:
-        line = json.dumps(trajectory.to_json(with_tokens=self.with_tokens), ensure_ascii=False)
+        """Append ``trajectory`` as one line; the line's ``replaced_code_points`` adds what this write
+        replaced (the trajectory object itself is left as it is)."""
+        data, replaced = _clean(trajectory.to_json(with_tokens=self.with_tokens))
+        data["replaced_code_points"] = trajectory.replaced_code_points + replaced
+        self.replaced += replaced
+        line = json.dumps(data, ensure_ascii=False)
+        if self._file is None:
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._file.write(line + "\n")
         self._file.flush()
+        self.written += 1
 
     def close(self) -> None:
-        self._file.close()
+        if self._file is not None:
+            self._file.close()
 
     def __enter__(self) -> JsonlWriter:
         return self
@@ -159,7 +215,8 @@ def read_trajectories(path: Path, *, repair: bool = False) -> list[Trajectory]:
         if not line.strip():
             continue
         try:
-            out.append(Trajectory.from_json(json.loads(line)))
-        except (json.JSONDecodeError, TypeError) as exc:
+            # errors="replace": a file written by another tool may hold invalid bytes
+            out.append(Trajectory.from_json(json.loads(line.decode("utf-8", errors="replace"))))
+        except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
             raise ValueError(f"{path}:{number}: not a trajectory record ({exc})") from None
     return out

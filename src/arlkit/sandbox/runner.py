@@ -150,13 +150,14 @@ class Sandbox:
             rel = _check_relative(name)
             target = os.path.join(input_dir, rel)
             os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
-            data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+            # Model-written text may hold lone surrogates, which UTF-8 cannot encode: they become "?".
+            data = content.encode("utf-8", "replace") if isinstance(content, str) else bytes(content)
             with open(target, "wb") as fh:
                 fh.write(data)
             os.chmod(target, 0o644)
         stdin_path = os.path.join(run_dir, "stdin")
         with open(stdin_path, "wb") as fh:
-            fh.write(stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin))
+            fh.write(stdin.encode("utf-8", "replace") if isinstance(stdin, str) else bytes(stdin))
         return stdin_path
 
     def _launch(
