@@ -6,12 +6,12 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from arlkit.sandbox import ISOLATION_LEVELS, SandboxConfig, available_levels
+from arlkit.sandbox import ISOLATION_LEVELS, Sandbox, SandboxConfig, SandboxResult, available_levels
 from arlkit.sandbox.slots import pids_of_uid
 
 # A uid range of this test process alone, so that sandboxes run by other processes on a shared
@@ -108,7 +108,7 @@ def assert_no_leak(before: Footprint, tmp_root: str) -> None:
 
 
 class Helpers:
-    """What the tests need from here (test modules cannot import a conftest in importlib mode)."""
+    """What the tests need from here, as a fixture (constants and plain functions are imported from this module)."""
 
     available = AVAILABLE
     working_levels = WORKING_LEVELS
@@ -140,3 +140,42 @@ def private_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPa
     left = [name for name in os.listdir(root) if name.startswith("arlkit-")]
     shutil.rmtree(root, ignore_errors=True)
     assert not left, f"left behind in the temp folder: {left}"
+
+
+RunContained = Callable[..., SandboxResult]
+SECRET = "arlkit-fake-secret-7f3a9c"
+"""Set in the parent's environment during every sandbox test: no program may ever print it."""
+SLACK = 15.0
+"""Seconds past a run's wall clock within which it must have returned: killing a process that holds
+hundreds of MiB (or a fork bomb's hundreds) and waiting for it takes a moment on a loaded machine;
+a program that escaped the wall clock would run forever."""
+
+
+@pytest.fixture(autouse=True)
+def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARLKIT_FAKE_SECRET", SECRET)
+
+
+@pytest.fixture()
+def run_contained(sbx, private_tmp):  # type: ignore[no-untyped-def]
+    """Run a program and check the invariants every hostile run must keep."""
+
+    def run(level: str, source: str, **overrides: object) -> SandboxResult:
+        sandbox = Sandbox(sbx.config(level, **overrides))
+        before = sbx.footprint(private_tmp)
+        start = time.monotonic()
+        result = sandbox.run_python(source)
+        elapsed = time.monotonic() - start
+        assert elapsed < sandbox.config.wall_time_s + SLACK, f"took {elapsed:.1f} s"
+        assert result.isolation == level
+        sbx.assert_no_leak(before, private_tmp)
+        assert SECRET not in result.stdout and SECRET not in result.stderr
+        return result
+
+    return run
+
+
+def needs_namespace(level: str, why: str) -> None:
+    """Skip at level ``none``, saying why it cannot contain this case."""
+    if level == "none":
+        pytest.skip(f"level none cannot contain this ({why}); levels here: {available_levels()}")

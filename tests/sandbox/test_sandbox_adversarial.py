@@ -18,41 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from arlkit.sandbox import Sandbox, SandboxResult, available_levels
 from arlkit.sandbox.slots import pids_of_uid
 
-RunContained = Callable[..., SandboxResult]
-SECRET = "arlkit-fake-secret-7f3a9c"
-SLACK = 4.0  # killing a process that holds hundreds of MiB and reaping it takes a moment
-
-
-@pytest.fixture(autouse=True)
-def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ARLKIT_FAKE_SECRET", SECRET)
-
-
-@pytest.fixture()
-def run_contained(sbx, private_tmp):  # type: ignore[no-untyped-def]
-    """Run a program and check the invariants every hostile run must keep."""
-
-    def run(level: str, source: str, **overrides: object) -> SandboxResult:
-        sandbox = Sandbox(sbx.config(level, **overrides))
-        before = sbx.footprint(private_tmp)
-        start = time.monotonic()
-        result = sandbox.run_python(source)
-        elapsed = time.monotonic() - start
-        assert elapsed < sandbox.config.wall_time_s + SLACK, f"took {elapsed:.1f} s"
-        assert result.isolation == level
-        sbx.assert_no_leak(before, private_tmp)
-        assert SECRET not in result.stdout and SECRET not in result.stderr
-        return result
-
-    return run
-
-
-def needs_namespace(level: str, why: str) -> None:
-    if level == "none":
-        pytest.skip(f"level none cannot contain this ({why}); levels here: {available_levels()}")
+from .conftest import SECRET, RunContained, needs_namespace
 
 
 def test_infinite_loop_times_out(level: str, run_contained: RunContained) -> None:

@@ -15,49 +15,18 @@ import ast
 import os
 import shutil
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import arlkit
-from arlkit.sandbox import Sandbox, SandboxResult, available_levels, seccomp
+from arlkit.sandbox import Sandbox, seccomp
 from arlkit.sandbox.isolation import seccomp_filter
 
-RunContained = Callable[..., SandboxResult]
-SECRET = "arlkit-probe-secret-51c2e8"
-SLACK = 4.0
+from .conftest import SECRET, RunContained, needs_namespace
+
 HAS_SECCOMP = bool(seccomp_filter())
-
-
-@pytest.fixture(autouse=True)
-def _secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ARLKIT_FAKE_SECRET", SECRET)
-
-
-@pytest.fixture()
-def run_contained(sbx, private_tmp):  # type: ignore[no-untyped-def]
-    """Run a program and check the invariants every hostile run must keep."""
-
-    def run(level: str, source: str, **overrides: object) -> SandboxResult:
-        sandbox = Sandbox(sbx.config(level, **overrides))
-        before = sbx.footprint(private_tmp)
-        start = time.monotonic()
-        result = sandbox.run_python(source)
-        elapsed = time.monotonic() - start
-        assert elapsed < sandbox.config.wall_time_s + SLACK, f"took {elapsed:.1f} s"
-        assert result.isolation == level
-        sbx.assert_no_leak(before, private_tmp)
-        assert SECRET not in result.stdout and SECRET not in result.stderr
-        return result
-
-    return run
-
-
-def needs_namespace(level: str, why: str) -> None:
-    if level == "none":
-        pytest.skip(f"level none cannot contain this ({why}); levels here: {available_levels()}")
 
 
 def needs_seccomp() -> None:

@@ -7,14 +7,18 @@ command to retry them); 2 for bad input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
+from typing import TypeVar
 
 from arlkit.cli.progress import progress_reporter
 from arlkit.config import ConfigError, build_config, parse_key_values
 from arlkit.envs import env_config, list_envs
 from arlkit.evaluation import EvalConfig, run_eval
 from arlkit.policies import BackendOptions, SamplingConfig
+
+C = TypeVar("C")
 
 __all__ = ["register"]
 
@@ -38,15 +42,15 @@ def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _config_from_args(cls: type[C], args: argparse.Namespace, where: str) -> C:
+    """An instance of the dataclass ``cls`` from the parsed options named like its fields (validated);
+    a field without an option is an error here, so the flags cannot drift from the config."""
+    return build_config(cls, {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)}, where=where)  # type: ignore[arg-type]
+
+
 def sampling_from_args(args: argparse.Namespace) -> SamplingConfig:
     """The :class:`SamplingConfig` of parsed sampling options (validated)."""
-    values = {
-        "temperature": args.temperature,
-        "top_p": args.top_p,
-        "top_k": args.top_k,
-        "max_new_tokens": args.max_new_tokens,
-    }
-    return build_config(SamplingConfig, values, where="sampling")
+    return _config_from_args(SamplingConfig, args, "sampling")
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,13 +63,7 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
 
 def backend_from_args(args: argparse.Namespace) -> BackendOptions:
     """The :class:`BackendOptions` of parsed backend options (validated)."""
-    values = {
-        "request_timeout": args.request_timeout,
-        "max_retries": args.max_retries,
-        "retry_backoff": args.retry_backoff,
-        "context_length": args.context_length,
-    }
-    return build_config(BackendOptions, values, where="backend")
+    return _config_from_args(BackendOptions, args, "backend")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
