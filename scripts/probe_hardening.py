@@ -20,6 +20,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,32 +177,49 @@ def probe_sql() -> Iterator[Family]:
         task = next(t for t in env.tasks("test", 38) if t.payload["db_id"] == "university")
         db = env.task_set.databases["university"]  # type: ignore[attr-defined]
         before = db.read_bytes()
-        tmp_before = _tmp_usage()
         for query in QUERIES:
             env.reset(task, 0)
-            try:
-                result = env.step(query)
-                crashed = ""
-            except Exception as exc:  # a probe counts crashes, it does not stop at one
-                result, crashed = None, f"{type(exc).__name__}: {exc}"
-            grew = _tmp_usage() - tmp_before
-            ok = not crashed and db.read_bytes() == before and grew < 16 * 2**20
-            family.check(query[:60], ok, crashed or f"temp files grew {grew} bytes; {getattr(result, 'observation', '')[:120]!r}")
+            with _TempSpillWatch() as spill:
+                try:
+                    result = env.step(query)
+                    crashed = ""
+                except Exception as exc:  # a probe counts crashes, it does not stop at one
+                    result, crashed = None, f"{type(exc).__name__}: {exc}"
+            ok = not crashed and db.read_bytes() == before and spill.peak < 16 * 2**20
+            family.check(query[:60], ok, crashed or f"temp files peaked at {spill.peak} bytes; {getattr(result, 'observation', '')[:120]!r}")
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     yield family
 
 
-def _tmp_usage() -> int:
-    total = 0
-    for root in {tempfile.gettempdir(), "/var/tmp"}:
-        for dirpath, _, files in os.walk(root):
-            for name in files:
+class _TempSpillWatch:
+    """Peak bytes of SQLite's temporary files open in this process while the block runs. SQLite
+    unlinks them as soon as it opens them, so they are found through ``/proc/self/fd``."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            total = 0
+            for fd in os.listdir("/proc/self/fd"):
                 try:
-                    total += os.lstat(os.path.join(dirpath, name)).st_size
+                    if "etilqs_" in os.readlink(f"/proc/self/fd/{fd}"):
+                        total += os.stat(f"/proc/self/fd/{fd}").st_size
                 except OSError:
-                    pass
-    return total
+                    continue
+            self.peak = max(self.peak, total)
+            self._stop.wait(0.005)
+
+    def __enter__(self) -> _TempSpillWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 # -- replies: fuzzed model output through every env and the writer --------------------------------
