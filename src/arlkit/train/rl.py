@@ -30,6 +30,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -216,7 +217,8 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
 
     # -- the loop ---------------------------------------------------------------------------------------
     last: dict[str, Any] = {}
-    with progress_bar(config.steps, start, config.progress) as update_bar:
+    # The logs close however the loop ends (a failed step, a full disk), so nothing holds their files.
+    with progress_bar(config.steps, start, config.progress) as update_bar, closing(log), closing(rollout_log):
         for step in range(start, config.steps):
             t_step = time.monotonic()
             metrics: dict[str, Any] = {}
@@ -391,8 +393,6 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
                     "critic_optimizer": critic_opt.state_dict() if critic_opt is not None else None,
                 }, keep=config.keep_checkpoints)
 
-    log.close()
-    rollout_log.close()
     final = save_model_dir(model, tokenizer, out / "final")
     return TrainResult(out, config.steps, final, last, start if checkpoint is not None else None)
 
