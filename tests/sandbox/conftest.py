@@ -93,18 +93,28 @@ threads of the test process may hold a descriptor for a moment: the check waits 
 to come back, and only one that stays different this long is a leak."""
 
 
+POLL_S = 0.05
+"""How often :func:`wait_until` looks again. Process exits and starts of other users' processes
+have no event a test can block on (no pidfd for a process we did not start), so the tests poll."""
+
+
+def wait_until(condition: Callable[[], object], deadline_s: float) -> bool:
+    """Whether ``condition()`` became true within ``deadline_s`` (a generous bound for the event, not
+    a timing: it returns as soon as the condition holds)."""
+    deadline = time.monotonic() + deadline_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
 def assert_no_leak(before: Footprint, tmp_root: str) -> None:
     """Wait until the footprint equals ``before``; fail if it still differs after ``LEAK_DEADLINE_S``."""
     fd_before = _fd_targets()
-    deadline = time.monotonic() + LEAK_DEADLINE_S
-    while True:
+    if not wait_until(lambda: footprint(tmp_root) == before, LEAK_DEADLINE_S):
         after = footprint(tmp_root)
-        if after == before:
-            return
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    raise AssertionError(f"leaked: before {before}, after {after}; fds now {_fd_targets()} (at first check {fd_before})")
+        raise AssertionError(f"leaked: before {before}, after {after}; fds now {_fd_targets()} (at first check {fd_before})")
 
 
 class Helpers:

@@ -12,15 +12,13 @@ import os
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from arlkit.sandbox.slots import pids_of_uid
 
-from .conftest import SECRET, RunContained, needs_namespace
+from .conftest import SECRET, RunContained, needs_namespace, wait_until
 
 
 def test_infinite_loop_times_out(level: str, run_contained: RunContained) -> None:
@@ -214,16 +212,6 @@ def _payload_pids(uid: int, marker: bytes) -> list[int]:
     return found
 
 
-def _wait_until(condition: Callable[[], object], deadline_s: float) -> bool:
-    """Poll ``condition`` until it holds or ``deadline_s`` passes (a generous bound, not a timing)."""
-    deadline = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def test_killing_the_parent_mid_run_takes_the_sandbox_down(level: str, sbx, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     needs_namespace(level, "without a pid namespace nothing kills the program when its parent dies")
     if os.geteuid() != 0:
@@ -233,7 +221,7 @@ def test_killing_the_parent_mid_run_takes_the_sandbox_down(level: str, sbx, tmp_
         "import sys\n"
         "from arlkit.sandbox import Sandbox, SandboxConfig\n"
         f"config = SandboxConfig(isolation={level!r}, wall_time_s=600, cpu_time_s=600, uid_base={uid_base}, uid_slots=1)\n"
-        "result = Sandbox(config).run_python('import time\\nprint(\"started\", flush=True)\\ntime.sleep(600)')\n"
+        "result = Sandbox(config).run_python('import signal\\nprint(\"started\", flush=True)\\nsignal.pause()')\n"
         "print('the sandboxed run returned before the parent was killed:', result, file=sys.stderr)\n"
     )
     log_path = tmp_path / "parent.log"
@@ -244,14 +232,14 @@ def test_killing_the_parent_mid_run_takes_the_sandbox_down(level: str, sbx, tmp_
     try:
         # Wait for the event itself (the payload running, or the parent ending without it), with a
         # deadline only a hung machine reaches: the parent first probes its level with trial runs.
-        _wait_until(lambda: _payload_pids(uid_base, b"main.py") or parent.poll() is not None, 300)
+        wait_until(lambda: _payload_pids(uid_base, b"main.py") or parent.poll() is not None, 300)
         running = _payload_pids(uid_base, b"main.py")
         output = log_path.read_text(errors="replace")[-3000:]
         assert running, f"the sandboxed program never started (parent exit status {parent.poll()}); its output:\n{output}"
     finally:
         parent.kill()
         parent.wait()
-    assert _wait_until(lambda: not pids_of_uid(uid_base), 60), f"left running: {pids_of_uid(uid_base)}"
+    assert wait_until(lambda: not pids_of_uid(uid_base), 60), f"left running: {pids_of_uid(uid_base)}"
 
 
 def test_filling_the_working_directory_with_files_is_capped(level: str, run_contained: RunContained) -> None:

@@ -84,14 +84,14 @@ def test_the_live_memory_bound_is_reported_and_holds(sbx) -> None:  # type: igno
         pytest.skip(f"no delegated cgroup v2 on this machine: {sandbox.memory_guard}")
     # Four processes of 120 MB each stay under RLIMIT_AS (200 MB) but not under memory.max.
     source = (
-        "import os, time\n"
+        "import os, signal\n"
         "for _ in range(3):\n"
         "    if os.fork() == 0:\n"
         "        break\n"
         "block = bytearray(120 * 1024 * 1024)\n"
         "for i in range(0, len(block), 4096):\n"
         "    block[i] = 1\n"
-        "time.sleep(20)\n"
+        "signal.pause()  # held until memory.max kills it (or the 30 s wall clock, which fails the test)\n"
     )
     result = sandbox.run_python(source)
     assert result.outcome == "memory", result

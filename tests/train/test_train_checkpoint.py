@@ -54,6 +54,13 @@ def finished_run(nano_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     return tmp / "run", config
 
 
+def _copy_run(reference: Path, tmp_path: Path) -> Path:
+    """A copy of the finished run to damage (the module's reference run stays intact)."""
+    run = tmp_path / "run"
+    shutil.copytree(reference, run)
+    return run
+
+
 def _flip(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01  # one bit in the middle of the file (tensor data)
@@ -99,8 +106,7 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(
     damage: str, finished_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     reference, config = finished_run
-    run = tmp_path / "run"
-    shutil.copytree(reference, run)
+    run = _copy_run(reference, tmp_path)
     spoil, problem = DAMAGE[damage]
     spoil(run / "checkpoints" / "step_000003.pt")
     capsys.readouterr()
@@ -124,8 +130,7 @@ def test_no_usable_checkpoint_stops_the_run_in_one_line(
     finished_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     reference, config = finished_run
-    run = tmp_path / "run"
-    shutil.copytree(reference, run)
+    run = _copy_run(reference, tmp_path)
     _flip(run / "checkpoints" / "step_000003.pt")
     _truncate(run / "checkpoints" / "step_000002.pt")
     before = sorted(p.name for p in (run / "checkpoints").iterdir())
@@ -146,8 +151,7 @@ def test_a_checkpoint_without_manifest_loads_with_a_warning(
 ) -> None:
     # written before manifests existed: complete (renamed into place) but unverifiable
     reference, config = finished_run
-    run = tmp_path / "run"
-    shutil.copytree(reference, run)
+    run = _copy_run(reference, tmp_path)
     for manifest in (run / "checkpoints").glob("*.manifest.json"):
         manifest.unlink()
     capsys.readouterr()
