@@ -41,7 +41,7 @@ import torch
 from arlkit.envs import make
 from arlkit.policies import Reply, Request, SamplingConfig
 from arlkit.policies.hf import DEFAULT_STOP, HFPolicy, load_hf_model
-from arlkit.policies.tiny import init_tiny_model
+from arlkit.rollout.corpus import init_tiny_model
 from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
 
 ENV = {"size": 4, "t_max": 10, "success_rate": 0.8}

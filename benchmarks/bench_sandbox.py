@@ -26,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from arlkit.envs import make
-from arlkit.envs.code import CodeEnv
+from arlkit.envs.code.env import CodeEnv
 from arlkit.sandbox import ISOLATION_LEVELS, Sandbox, SandboxConfig, available_levels
 
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 
 from arlkit.envs import make
-from arlkit.envs.sql import SqlEnv
+from arlkit.envs.sql.env import SqlEnv
 from arlkit.envs.tools import ToolsEnv
 from arlkit.policies import make_policy
 from arlkit.rollout import make_jobs, run_rollouts

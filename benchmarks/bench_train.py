@@ -36,7 +36,7 @@ ENV = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitiv
 def _model(args: argparse.Namespace, work: Path) -> Path:
     if args.model:
         return Path(args.model)
-    from arlkit.policies.tiny import init_tiny_model
+    from arlkit.rollout.corpus import init_tiny_model
 
     target = work / "nano"
     if not (target / "config.json").is_file():
@@ -48,7 +48,8 @@ def run_arlkit(args: argparse.Namespace, model: Path, work: Path, precision: str
     import torch
 
     torch.set_num_threads(1)
-    from arlkit.train import TrainConfig, load_config, read_metrics, train
+    from arlkit.train import TrainConfig, load_config, read_metrics
+    from arlkit.recipes import train
 
     out = work / f"arlkit-{precision}"
     config = load_config(TrainConfig, None, {

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pytest
 
-from arlkit.evaluation import EvalConfig, run_eval
+from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.envs import make
 from arlkit.metrics.passkt import task_counts
 from arlkit.policies import Reply, Request, make_policy, register_policy

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from arlkit.evaluation import EvalConfig, run_eval
+from arlkit.recipes.eval import EvalConfig, run_eval
 
 BASE, RL = "noisy-oracle:0.6", "noisy-oracle:0.2"
 

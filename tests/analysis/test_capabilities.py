@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from arlkit.analysis.capabilities import (
+from arlkit.envs.capabilities import (
     ActionScorer,
     MutationSource,
     action_quality,

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arlkit.analysis.capabilities import call_failed, oracle_inject_error
+from arlkit.envs.capabilities import call_failed, oracle_inject_error
 from arlkit.analysis.errors import ErrorsConfig, build_error_states, error_states_analysis, observed_correction_rate
 from arlkit.analysis.runs import paired_runs
 from arlkit.analysis.sampling import continue_from
 from arlkit.analysis.states import restore_point
 from arlkit.envs import make
-from arlkit.envs.frozenlake import FrozenLakeEnv
+from arlkit.envs.frozenlake.env import FrozenLakeEnv
 from arlkit.policies import Reply, Request, make_policy
 from arlkit.rollout import make_jobs, run_rollouts
 

@@ -107,7 +107,7 @@ def test_with_the_tiny_hf_model(tmp_path_factory: pytest.TempPathFactory) -> Non
     pytest.importorskip("arlkit.policies.hf", reason="the hf backend (arlkit.policies.hf) is not available")
     from arlkit.envs import make
     from arlkit.policies import make_policy
-    from arlkit.policies.tiny import init_tiny_model
+    from arlkit.rollout.corpus import init_tiny_model
     from arlkit.rollout import make_jobs, run_rollouts
 
     path = init_tiny_model("nano", tmp_path_factory.mktemp("tiny") / "nano")

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arlkit.analysis.capabilities import MissingCapability, action_quality
+from arlkit.envs.capabilities import MissingCapability, action_quality
 from arlkit.analysis.depth import depth_profile
 from arlkit.analysis.runs import paired_runs
 from arlkit.analysis.steps import StepsConfig, matched_states
 from arlkit.envs import make
-from arlkit.envs.frozenlake import FrozenLakeEnv
+from arlkit.envs.frozenlake.env import FrozenLakeEnv
 from arlkit.policies import Reply, Request, make_policy
 from arlkit.rollout import make_jobs, run_rollouts
 

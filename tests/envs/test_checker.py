@@ -6,7 +6,7 @@ import pytest
 
 from arlkit.envs import list_envs, make
 from arlkit.envs.checker import EnvCheckError, check_env
-from arlkit.envs.frozenlake import FrozenLakeEnv
+from arlkit.envs.frozenlake.env import FrozenLakeEnv
 
 
 @pytest.mark.parametrize("name", list_envs())

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from arlkit.envs import make
-from arlkit.envs.code import CodeEnv
-from arlkit.envs.code_data import DatasetError, load_problems, problems_by_split, shipped_problems
+from arlkit.envs.code.env import CodeEnv
+from arlkit.envs.code.data import DatasetError, load_problems, problems_by_split, shipped_problems
 from arlkit.envs.splits import split_of
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from arlkit.config import ConfigError
 from arlkit.envs import make
-from arlkit.envs.code import GAMMA, CodeConfig, CodeEnv, extract_program
-from arlkit.envs.code_data import CodeProblem, CodeTest
+from arlkit.envs.code.env import GAMMA, CodeConfig, CodeEnv, extract_program
+from arlkit.envs.code.data import CodeProblem, CodeTest
 from arlkit.envs.protocol import has_oracle
 
 FAST = dict(test_timeout_s=0.5, step_budget_s=3.0)
@@ -128,7 +128,7 @@ def test_runaway_programs_are_judged_within_the_step_budget(env: CodeEnv) -> Non
 
 
 def test_hidden_tests_are_not_readable_from_a_program(env: CodeEnv) -> None:
-    from arlkit.envs.code_data import SHIPPED_FILE
+    from arlkit.envs.code.data import SHIPPED_FILE
 
     if env.sandbox.isolation == "none":
         pytest.skip("level none cannot hide folders")

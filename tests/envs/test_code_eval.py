@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from arlkit.envs.code_data import CodeTest
-from arlkit.envs.code_eval import evaluate_program, outputs_match, values_match
+from arlkit.envs.code.data import CodeTest
+from arlkit.envs.code.grading import evaluate_program, outputs_match, values_match
 from arlkit.sandbox import Sandbox, SandboxConfig
 
 

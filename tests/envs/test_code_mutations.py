@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arlkit.envs import make
-from arlkit.envs.code import CodeEnv
-from arlkit.envs.code_data import shipped_problems
-from arlkit.envs.code_mutations import MUTATION_KINDS, enumerate_mutations, random_mutation
+from arlkit.envs.code.env import CodeEnv
+from arlkit.envs.code.data import shipped_problems
+from arlkit.envs.code.mutations import MUTATION_KINDS, enumerate_mutations, random_mutation
 
 PROGRAM = """
 def f(xs, k):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from arlkit.envs import make
-from arlkit.envs.code import CodeEnv
-from arlkit.envs.code_data import shipped_problems
+from arlkit.envs.code.env import CodeEnv
+from arlkit.envs.code.data import shipped_problems
 
 
 def test_every_reference_solves_its_task_in_one_turn() -> None:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from arlkit.envs import make
-from arlkit.envs.frozenlake import GAMMA, generate_random_map, lake_model
-from arlkit.envs.frozenlake_sets import SHIPPED_COUNTS, SHIPPED_PARAMS, budget_sensitive_maps, quarter_budget
+from arlkit.envs.frozenlake.env import GAMMA, generate_random_map, lake_model
+from arlkit.envs.frozenlake.sets import SHIPPED_COUNTS, SHIPPED_PARAMS, budget_sensitive_maps, quarter_budget
 
 
 def test_headroom_on_a_hand_made_map() -> None:

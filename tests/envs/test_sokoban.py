@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from arlkit.config import ConfigError
 from arlkit.envs import Oracle, make
 from arlkit.envs.protocol import ActionSpace, Env, Task
-from arlkit.envs.sokoban import (
+from arlkit.envs.sokoban.env import (
     ACTIONS,
     GAMMA,
     Room,

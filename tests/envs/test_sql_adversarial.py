@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from arlkit.envs import make
-from arlkit.envs.sql import SqlEnv
-from arlkit.envs.sqlsafe import HEAP_LIMIT_BYTES, QueryLimits, ReadOnlyDatabase, format_result
+from arlkit.envs.sql.env import SqlEnv
+from arlkit.envs.sql.safe import HEAP_LIMIT_BYTES, QueryLimits, ReadOnlyDatabase, format_result
 
 TIMEOUT = 0.5
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from arlkit.data.sql import make_tasks
+import arlkit.data
 from arlkit.envs.splits import split_of
-from arlkit.envs.sql_data import DatasetError, load_spider, read_spider_file, shipped_task_set
-from arlkit.envs.sql_dbgen import DATABASES, SCRIPT_SHA256, build_database, database_script, ensure_databases
-from arlkit.envs.sqlsafe import ReadOnlyDatabase
+from arlkit.envs.sql.data import DatasetError, load_spider, read_spider_file, shipped_task_set
+from arlkit.envs.sql.dbgen import DATABASES, SCRIPT_SHA256, build_database, database_script, ensure_databases
+from arlkit.envs.sql.safe import ReadOnlyDatabase
 
-DATA = Path(make_tasks.__file__).resolve().parent
+DATA = Path(arlkit.data.__file__).resolve().parent / "sql"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,8 @@ def test_databases_have_realistic_sizes(cache: Path) -> None:
             assert any(c.references for t in db.tables for c in t.columns), f"{db_id} has no foreign keys"
 
 
-def test_shipped_files_equal_the_generator_output(cache: Path) -> None:
+def test_shipped_files_equal_the_generator_output(cache: Path, data_script) -> None:  # type: ignore[no-untyped-def]
+    make_tasks = data_script("make_sql_tasks")
     splits = make_tasks.build_tasks(cache)
     for split, tasks in splits.items():
         assert (DATA / f"{split}.json").read_text(encoding="utf-8") == make_tasks.render(tasks), split

@@ -12,7 +12,7 @@ from arlkit.config import ConfigError
 from arlkit.envs import Oracle, make
 from arlkit.envs.checker import check_env
 from arlkit.envs.protocol import Env, StepResult
-from arlkit.envs.sql import SqlEnv
+from arlkit.envs.sql.env import SqlEnv
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arlkit.envs.sql_reward import (
+from arlkit.envs.sql.reward import (
     has_top_level_order_by,
     kendall_tau_of_order,
     multiset_iou,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from arlkit.data.tools import make_entries
+import arlkit.data
 from arlkit.envs import make
 from arlkit.envs.splits import split_of
 from arlkit.envs.tools import DatasetError, ToolEntry, instantiate, load_bfcl, shipped_entries
@@ -17,10 +17,11 @@ from arlkit.envs.tools.apis import specs_for
 from arlkit.envs.tools.calls import parse_calls
 from arlkit.envs.tools.checks import bind, execute
 
-DATA = Path(make_entries.__file__).resolve().parent
+DATA = Path(arlkit.data.__file__).resolve().parent / "tools"
 
 
-def test_shipped_files_equal_the_generator_output() -> None:
+def test_shipped_files_equal_the_generator_output(data_script) -> None:  # type: ignore[no-untyped-def]
+    make_entries = data_script("make_tool_entries")
     questions, answers = make_entries.build_entries()
     assert (DATA / "questions.jsonl").read_text(encoding="utf-8") == make_entries.render(questions)
     assert (DATA / "answers.jsonl").read_text(encoding="utf-8") == make_entries.render(answers)

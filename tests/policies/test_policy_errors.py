@@ -18,7 +18,7 @@ import pytest
 
 from arlkit.cli import main
 from arlkit.envs import make
-from arlkit.evaluation import EvalConfig, run_eval
+from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.policies import CONTEXT_LENGTH_EXCEEDED, BackendOptions, Request, SamplingConfig, make_policy
 from arlkit.policies.openai_backend import OpenAIConfig, OpenAIPolicy
 from arlkit.policies.serve import OpenAICompatibleServer

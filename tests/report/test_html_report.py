@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from arlkit.analysis.api import analyze_depth, analyze_errors, analyze_flows, analyze_judge, analyze_likelihood, analyze_steps
+from arlkit.recipes.analyze import analyze_depth, analyze_errors, analyze_flows, analyze_judge, analyze_likelihood, analyze_steps
 from arlkit.analysis.errors import ErrorsConfig
 from arlkit.analysis.likelihood import LikelihoodConfig
 from arlkit.analysis.steps import StepsConfig
 from arlkit.cli import main
-from arlkit.evaluation import EvalConfig, run_eval
+from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.report.html import SECTION_TITLES, write_html_report
 
 BASE, RL = "noisy-oracle:0.6", "noisy-oracle:0.2"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from arlkit.evaluation import EvalConfig, run_eval
+from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.policies import Reply, Request, register_policy
 from arlkit.rollout import JsonlWriter, Trajectory, TurnRecord, read_trajectories
 from arlkit.rollout import valid_utf8

@@ -21,7 +21,7 @@ def _one_thread() -> None:
 
 @pytest.fixture(scope="session")
 def nano_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from arlkit.policies.tiny import init_tiny_model
+    from arlkit.rollout.corpus import init_tiny_model
 
     return init_tiny_model("nano", tmp_path_factory.mktemp("nano") / "model", seed=0)
 
@@ -31,7 +31,8 @@ def bc_dir(tmp_path_factory: pytest.TempPathFactory, nano_dir: Path) -> Path:
     """The nano model cloned from a mostly random expert (noisy oracle, eps 0.7) on easy maps: the reply
     format is learnt, the actions stay exploratory (valid replies, ~10-20% success, rewards that vary
     within a group, room for RL)."""
-    from arlkit.train import SFTConfig, run_sft
+    from arlkit.train import SFTConfig
+    from arlkit.recipes import run_sft
 
     config = SFTConfig(model=str(nano_dir), env_args=EASY_ENV, expert="noisy-oracle:0.7", relabel=False, tasks=24, samples=2,
                        history=1, steps=40, batch_rows=32, lr=3e-3, warmup_steps=4)

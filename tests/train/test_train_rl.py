@@ -17,7 +17,8 @@ from arlkit.envs import make
 from arlkit.policies import SamplingConfig
 from arlkit.policies.hf import HFPolicy
 from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
-from arlkit.train import TrainConfig, audit_run, budget_candidates, load_config, read_metrics, train
+from arlkit.train import TrainConfig, audit_run, budget_candidates, load_config, read_metrics
+from arlkit.recipes import train
 from arlkit.train.checkpoint import load_checkpoint
 
 from .conftest import EASY_ENV

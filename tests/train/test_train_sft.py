@@ -14,7 +14,7 @@ from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
 from arlkit.train import SFTConfig
 from arlkit.train.batch import ChatTokens
 from arlkit.train.model import load_model
-from arlkit.train.sft import collect_demonstrations, sft_rows
+from arlkit.recipes.sft import collect_demonstrations, sft_rows
 
 from .conftest import EASY_ENV
 
@@ -31,7 +31,7 @@ def _play(model_dir: Path, env_args: dict, tasks: list) -> tuple[float, float]:
 
 
 def test_bc_raises_success_well_above_the_untrained_model(nano_dir: Path, tmp_path: Path) -> None:
-    from arlkit.train import run_sft
+    from arlkit.recipes import run_sft
 
     config = SFTConfig(model=str(nano_dir), env_args=FOUR_MAPS, expert="noisy-oracle:0.3", tasks=4, samples=4,
                        history=1, steps=60, batch_rows=32, lr=3e-3, warmup_steps=5)

@@ -7,20 +7,13 @@
 - :mod:`~arlkit.analysis.likelihood` — ActionNLL, cumulative LLR, length-matched pairs;
 - :mod:`~arlkit.analysis.process` — oracle-Q and LLM-judge process rewards, judge agreement;
 - :mod:`~arlkit.analysis.flows` — action-transition flows (Sankey) and loop metrics;
-- :mod:`~arlkit.analysis.capabilities` — the optional environment capabilities they use;
-- :mod:`~arlkit.analysis.api` — one call per analysis that loads runs and writes the files.
+- :mod:`~arlkit.envs.capabilities` — the optional environment capabilities they use.
+
+Each returns data; :mod:`arlkit.report.analysis_files` writes the files and
+:mod:`arlkit.recipes.analyze` runs one analysis end to end (what ``arlkit analyze`` does).
 """
 
-from arlkit.analysis.api import (
-    analyze_depth,
-    analyze_errors,
-    analyze_flows,
-    analyze_judge,
-    analyze_likelihood,
-    analyze_run,
-    analyze_steps,
-)
-from arlkit.analysis.capabilities import (
+from arlkit.envs.capabilities import (
     ErrorInjector,
     FailureDetector,
     InjectedError,
@@ -76,13 +69,6 @@ __all__ = [
     "action_flows",
     "action_label",
     "action_quality",
-    "analyze_depth",
-    "analyze_errors",
-    "analyze_flows",
-    "analyze_judge",
-    "analyze_likelihood",
-    "analyze_run",
-    "analyze_steps",
     "depth_profile",
     "error_states_analysis",
     "inject_error",

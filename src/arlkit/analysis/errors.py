@@ -9,7 +9,7 @@ propose G actions (the share where RL's are better), and both are **continued** 
 restored state to the end of the budget (continuation success, paired bootstrap over tasks).
 
 **Error correction after failed calls** (tool calling). A failed call is a step the environment's
-:class:`~arlkit.analysis.capabilities.FailureDetector` flags (default: an invalid step). From
+:class:`~arlkit.envs.capabilities.FailureDetector` flags (default: an invalid step). From
 prefixes that end in a failed call, drawn equally from both policies' trajectories, both policies
 take their next action, which is executed on a restored copy; it is *corrected* when that action
 does not fail. The rate observed in the records themselves (how often a policy's own next step
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arlkit.analysis.capabilities import call_failed, can_inject_errors, has_step_quality, inject_error
+from arlkit.envs.capabilities import call_failed, can_inject_errors, has_step_quality, inject_error
 from arlkit.analysis.sampling import continue_from, execute_reply, sample_actions
 from arlkit.analysis.states import StatePoint, candidate_turns, extend_point, points_at, replay_states, restore_point
 from arlkit.analysis.steps import QualityComparison, StateRow, compare_qualities, quality_rows

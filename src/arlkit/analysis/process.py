@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arlkit.analysis.capabilities import action_quality
+from arlkit.envs.capabilities import action_quality
 from arlkit.analysis.states import StatePoint, replay_states, restore_point
 from arlkit.envs import ActionSpace, Env, Task
 from arlkit.metrics.bootstrap import Estimate

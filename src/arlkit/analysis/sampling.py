@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from arlkit.analysis.capabilities import action_quality
+from arlkit.envs.capabilities import action_quality
 from arlkit.analysis.states import StatePoint, extend_point, point_request, restore_point
 from arlkit.envs import Env, StepResult
 from arlkit.policies.protocol import Policy, Reply, Request
@@ -27,7 +27,7 @@ class ActionSample:
     Attributes:
         reply: the policy's reply text.
         action: the parsed action (``None``: unparsable).
-        quality: its quality (see :func:`~arlkit.analysis.capabilities.action_quality`); NaN when
+        quality: its quality (see :func:`~arlkit.envs.capabilities.action_quality`); NaN when
             the backend failed or quality was not asked for.
         error: the backend error, if any.
     """

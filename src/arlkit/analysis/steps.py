@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arlkit.analysis.capabilities import MissingCapability, has_step_quality
+from arlkit.envs.capabilities import MissingCapability, has_step_quality
 from arlkit.analysis.sampling import ActionSample, sample_actions
 from arlkit.analysis.states import StatePoint, equal_pool
 from arlkit.envs import Env, Task

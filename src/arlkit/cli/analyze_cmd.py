@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arlkit.analysis import api
-from arlkit.analysis.capabilities import MissingCapability
+from arlkit.recipes import analyze as api
+from arlkit.envs.capabilities import MissingCapability
 from arlkit.analysis.errors import ErrorsConfig
 from arlkit.analysis.likelihood import LikelihoodConfig
 from arlkit.analysis.states import ReplayError

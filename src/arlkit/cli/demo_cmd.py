@@ -1,6 +1,6 @@
 """``arlkit demo``: arlkit's main job on the embedded default.
 
-By default the seeds' central experiment (:mod:`arlkit.demo`): build the tiny model offline,
+By default the seeds' central experiment (:mod:`arlkit.recipes.demo`): build the tiny model offline,
 behaviour cloning on budget-sensitive FrozenLake maps, GRPO at the full budget and GRPO-BudgetMix from
 the same checkpoint, and the evaluation of all three at 25/50/75/100% of T_max (<= 15 minutes on a
 2-core CPU; ``--quick`` about 3).
@@ -17,11 +17,8 @@ import sys
 from pathlib import Path
 
 from arlkit.cli.progress import progress_reporter
-from arlkit.evaluation import EvalConfig, run_eval
 
 __all__ = ["register"]
-
-DEMO_ENV = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitive"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _handle(args: argparse.Namespace) -> int:
     if not args.scripted:
-        from arlkit.demo import run_demo
+        from arlkit.recipes.demo import run_demo  # torch: only when the command runs
 
         try:
             result = run_demo(Path(args.out), quick=args.quick)
@@ -45,28 +42,14 @@ def _handle(args: argparse.Namespace) -> int:
         print((result.out / "summary.md").read_text(encoding="utf-8"))
         print(f"demo results in {result.out}/")
         return 0
-    from arlkit.analysis.api import analyze_run
-    from arlkit.report.html import write_html_report
+    from arlkit.recipes.demo_scripted import run_scripted_demo
 
     out = Path(args.out)
-    config = EvalConfig(
-        env="frozenlake",
-        env_args=dict(DEMO_ENV),
-        policies=("oracle", "noisy-oracle:0.3", "random"),
-        tasks=30 if args.quick else 100,
-        samples=8,
-        budgets=("25%", "50%", "75%", "100%"),
-        budget_mode="announced",
-    )
     with progress_reporter("demo trajectories") as update:
-        run_eval(config, out / "eval", on_progress=update)
-    print((out / "eval" / "summary.md").read_text(encoding="utf-8"))
-    notes = analyze_run([out / "eval"], "noisy-oracle:0.3", "oracle", out / "analysis", quick=args.quick,
-                        base_label="noisy-oracle:0.3", rl_label="oracle")  # fmt: skip
+        result, notes, _ = run_scripted_demo(out, quick=args.quick, on_progress=update)
+    print((result.out / "summary.md").read_text(encoding="utf-8"))
     for note in notes:
         print(note)
-    report = out / "report.html"
-    write_html_report([out], report, title="arlkit demo")
     print(
         f"demo results in {out}/:\n"
         f"  eval/summary.md, eval/passkt.csv, eval/passkt.png  Pass@(K,T) with CIs, upper bound and budget headroom\n"

@@ -15,7 +15,7 @@ from typing import TypeVar
 from arlkit.cli.progress import progress_reporter
 from arlkit.config import ConfigError, build_config, parse_key_values
 from arlkit.envs import env_config, list_envs
-from arlkit.evaluation import EvalConfig, run_eval
+from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.policies import BackendOptions, SamplingConfig
 
 C = TypeVar("C")

@@ -7,7 +7,8 @@ import errno
 from pathlib import Path
 
 from arlkit.cli import UsageError
-from arlkit.policies.tiny import TINY_SIZES, init_tiny_model
+from arlkit.policies.tiny import TINY_SIZES
+from arlkit.rollout.corpus import init_tiny_model
 
 __all__ = ["register"]
 

@@ -27,7 +27,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from arlkit.train import SFTConfig, load_config, run_sft  # torch: only when the command runs
+    from arlkit.train import SFTConfig, load_config
+    from arlkit.recipes import run_sft  # torch: only when the command runs
     from arlkit.train.checks import check_sft_config
 
     config = load_config(SFTConfig, args.config, parse_key_values(args.overrides, option="override"))

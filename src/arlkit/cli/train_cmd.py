@@ -28,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from arlkit.train import TrainConfig, load_config, train  # torch: only when the command runs
+    from arlkit.train import TrainConfig, load_config
+    from arlkit.recipes import train  # torch: only when the command runs
     from arlkit.train.checks import check_train_config
 
     config = load_config(TrainConfig, args.config, parse_key_values(args.overrides, option="override"))

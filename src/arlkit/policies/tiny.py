@@ -1,6 +1,6 @@
 """The embedded tiny model: a byte-level BPE tokenizer and a small Qwen2-style causal LM, built offline.
 
-``init_tiny_model("nano", out_dir)`` writes a directory that ``AutoModelForCausalLM`` and
+``arlkit.rollout.corpus.init_tiny_model("nano", out_dir)`` writes a directory that ``AutoModelForCausalLM`` and
 ``AutoTokenizer`` load offline (and that ``hf:out_dir`` serves). Nothing is downloaded:
 
 1. **Corpus.** Scripted policies (random and a noisy oracle) play every built-in environment
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arlkit.policies.protocol import Message, Reply, Request
+from arlkit.policies.protocol import Message
 from arlkit.policies.quiet import quiet_progress
 
 __all__ = [
-    "CHATML_TEMPLATE", "TINY_SIZES", "TinySpec", "build_tokenizer", "corpus_texts", "init_tiny_model", "save_model_dir",
+    "CHATML_TEMPLATE", "TINY_SIZES", "TinySpec", "build_tiny_model", "build_tokenizer", "render_chatml", "save_model_dir",
 ]
 
 CHATML_TEMPLATE = (
@@ -96,67 +96,9 @@ VOCAB_MULTIPLE = 64
 """The model's embedding table is the tokenizer's size rounded up to this multiple."""
 
 
-# -- corpus ------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Recorder:
-    """Wraps a scripted policy and keeps every conversation it was shown and every reply."""
-
-    inner: object
-    conversations: list[list[Message]]
-    name: str = "recorder"
-
-    def generate(self, requests: Sequence[Request]) -> list[Reply]:
-        replies: list[Reply] = self.inner.generate(requests)  # type: ignore[attr-defined]
-        for request, reply in zip(requests, replies, strict=True):
-            self.conversations.append([*request.messages, {"role": "assistant", "content": reply.text}])
-        return replies
-
-
-def _render_chatml(messages: Sequence[Message]) -> str:
+def render_chatml(messages: Sequence[Message]) -> str:
+    """One conversation in the tiny model's ChatML template, as its tokenizer is trained on it."""
     return "".join(f"{BOS_TOKEN}{m['role']}\n{m['content']}{EOS_TOKEN}\n" for m in messages)
-
-
-# (environment, config overrides, tasks, samples, budgets) played for the corpus.
-_CORPUS_PLAN: tuple[tuple[str, dict[str, object], int, int, tuple[int, ...]], ...] = (
-    ("frozenlake", {"size": 4, "t_max": 24, "success_rate": 0.8}, 12, 2, (6, 24)),
-    ("frozenlake", {"size": 5, "t_max": 32}, 8, 2, (8, 32)),
-    ("frozenlake", {"size": 6, "t_max": 70, "slippery": False}, 6, 1, (12,)),
-    ("sokoban", {}, 4, 2, (8,)),
-)
-
-
-def corpus_texts(seed: int = 0) -> list[str]:
-    """ChatML transcripts of scripted rollouts on arlkit's environments (the tokenizer's corpus).
-
-    Every prompt a policy is shown (one per turn, so each turn's budget counters appear) is
-    rendered, followed by its reply. Environments listed in the plan but not registered are skipped.
-    """
-    from arlkit.envs import list_envs, make
-    from arlkit.policies.scripted import NoisyOraclePolicy, RandomPolicy
-    from arlkit.rollout.engine import make_jobs, run_rollouts
-    from arlkit.rollout.prompts import PromptConfig
-
-    known = set(list_envs())
-    texts: list[str] = []
-    for index, (env_name, overrides, n_tasks, samples, budgets) in enumerate(_CORPUS_PLAN):
-        if env_name not in known:
-            continue
-        tasks = make(env_name, **overrides).tasks("train", n_tasks)
-        for mode in ("announced", "hidden"):
-            for policy in (RandomPolicy(), NoisyOraclePolicy(0.3, "noisy-oracle:0.3")):
-                recorder = _Recorder(policy, [])
-                for budget in budgets:
-                    jobs = make_jobs(tasks, samples, budget, seed + 1000 * index)
-                    run_rollouts(
-                        lambda env_name=env_name, overrides=overrides: make(env_name, **overrides),
-                        jobs,
-                        recorder,
-                        PromptConfig(budget_mode=mode),  # type: ignore[arg-type]
-                    )
-                texts.extend(_render_chatml(c) for c in recorder.conversations)
-    return texts
 
 
 # -- tokenizer ---------------------------------------------------------------------------------
@@ -249,8 +191,12 @@ def _qwen2_config(spec: TinySpec, vocab_size: int, pad_id: int, bos_id: int, eos
     )
 
 
-def init_tiny_model(size: str, out_dir: str | Path, seed: int = 0, *, overwrite: bool = False) -> Path:
-    """Build the tiny model ``size`` (``nano`` or ``micro``) into ``out_dir`` and return its path.
+def build_tiny_model(
+    size: str, out_dir: str | Path, corpus: Sequence[str], seed: int = 0, *, overwrite: bool = False
+) -> Path:
+    """Build the tiny model ``size`` (``nano`` or ``micro``) into ``out_dir`` with a tokenizer trained on
+    ``corpus`` and return its path (:func:`arlkit.rollout.corpus.init_tiny_model` passes arlkit's own
+    prompts).
 
     The directory holds ``config.json``, ``generation_config.json``, ``model.safetensors`` and the
     tokenizer files (ChatML chat template included). Raises ``ValueError`` for an unknown size and
@@ -268,7 +214,7 @@ def init_tiny_model(size: str, out_dir: str | Path, seed: int = 0, *, overwrite:
     import torch
     from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen2ForCausalLM
 
-    raw = _train_single_threaded(corpus_texts(seed), MAX_VOCAB)
+    raw = _train_single_threaded(corpus, MAX_VOCAB)
     vocab_size = -(-raw.get_vocab_size() // VOCAB_MULTIPLE) * VOCAB_MULTIPLE
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=raw,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from arlkit.analysis.flows import FlowCounts, action_flows, loop_stats, summarize_loops
-from arlkit.analysis.outputs import write_text
+from arlkit.report.outputs import write_text
 from arlkit.analysis.sankey import label_colors, sankey_layout, sankey_svg
 from arlkit.report import figures
 from arlkit.rollout.records import read_trajectories

@@ -6,12 +6,8 @@ import csv
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from arlkit.metrics.passkt import CSV_HEADER, PassRow
-
-if TYPE_CHECKING:
-    from arlkit.evaluation import EvalConfig, EvalResult
 
 __all__ = ["plot_passkt", "summary_markdown", "write_eval_report", "write_passkt_csv"]
 
@@ -106,24 +102,20 @@ def plot_passkt(rows: Sequence[PassRow], path: Path, *, title: str) -> None:
     os.replace(tmp, path)
 
 
-def write_eval_report(result: EvalResult, config: EvalConfig) -> None:
-    """``passkt.csv``, ``summary.md`` and ``passkt.png`` of one evaluation run."""
-    out = result.out
-    write_passkt_csv(result.rows, out / "passkt.csv")
-    title = (
-        f"Pass@(K,T) on {config.env} ({len(result.task_ids)} {config.split} tasks, {config.samples} samples each, "
-        f"{config.budget_mode} budgets, T_max = {result.t_max})"
-    )
+def write_eval_report(out: Path, rows: Sequence[PassRow], *, title: str, notes: Sequence[str] = ()) -> None:
+    """``passkt.csv``, ``summary.md`` (``title``, the tables, ``notes`` and the standard notes) and
+    ``passkt.png`` of one evaluation run in ``out``."""
+    write_passkt_csv(rows, out / "passkt.csv")
     notes = [
-        *result.notes,
+        *notes,
         "- upper bound: the best Pass@k any policy can reach, mean over tasks of 1 - (1 - p*)^k with p* the "
         "optimal success probability within T (the structural bound for deterministic tasks).",
         "- budget headroom (Pass@1 scale): the budget-aware optimum minus the policy optimal for T_max, within T; "
         "the ceiling of any gain from budget-aware training (BudgetMix).",
         "- files: trajectories.jsonl, passkt.csv, passkt.png, run.json",
     ]
-    _atomic_write_text(out / "summary.md", summary_markdown(result.rows, title=title, notes=notes))
-    if result.rows:
-        plot_passkt(result.rows, out / "passkt.png", title=title)
+    _atomic_write_text(out / "summary.md", summary_markdown(rows, title=title, notes=notes))
+    if rows:
+        plot_passkt(rows, out / "passkt.png", title=title)
     else:  # no table yet (see the notes): no stale plot either
         (out / "passkt.png").unlink(missing_ok=True)

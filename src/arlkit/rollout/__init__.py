@@ -1,7 +1,7 @@
 """Rollouts: budget-aware prompts, reply parsing, the batched engine and trajectory records."""
 
 from arlkit.rollout.engine import Job, make_jobs, run_rollouts
-from arlkit.rollout.parsing import parse_tagged_action, quote, valid_utf8
+from arlkit.envs.parsing import parse_tagged_action, quote, valid_utf8
 from arlkit.rollout.prompts import (
     BUDGET_MODES,
     PROMPT_VERSION,

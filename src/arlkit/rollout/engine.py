@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Policy, Reply, Request
 from arlkit.rollout.prompts import PromptConfig, turn_messages
-from arlkit.rollout.parsing import valid_utf8
+from arlkit.envs.parsing import valid_utf8
 from arlkit.rollout.records import POLICY_ERROR, Trajectory, TurnRecord
 from arlkit.rollout.seeds import derive_seed
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED
-from arlkit.rollout.parsing import valid_utf8
+from arlkit.envs.parsing import valid_utf8
 
 __all__ = [
     "CONTEXT_LENGTH_EXCEEDED", "ENDINGS", "POLICY_ERROR", "JsonlWriter", "Trajectory", "TurnRecord", "read_trajectories",

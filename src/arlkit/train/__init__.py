@@ -1,7 +1,6 @@
-"""Training: behaviour cloning, multi-turn RL with any preset, BudgetMix, checkpoints, training dynamics.
-
-``run_sft(SFTConfig(...), out)`` clones an expert; ``train(TrainConfig(...), out)`` runs RL (the loop is
-:mod:`arlkit.train.rl`, one file read top to bottom); ``audit_run(run_dir)`` checks a BudgetMix run.
+"""Training blocks: configs, token rows and their forward pass, BudgetMix, checkpoints, metrics logs and
+training dynamics. The loops that use them are recipes: :func:`arlkit.recipes.run_sft` (behaviour
+cloning) and :func:`arlkit.recipes.train` (RL); ``audit_run(run_dir)`` checks a BudgetMix run.
 """
 
 from arlkit.train.budgetmix import AuditReport, audit_run, budget_candidates, chi_square_uniform, sample_group_budgets
@@ -16,8 +15,6 @@ from arlkit.train.config import (
 )
 from arlkit.train.checks import check_sft_config, check_train_config
 from arlkit.train.forward import Critic, TokenRow, score_rows
-from arlkit.train.rl import TrainResult, train
-from arlkit.train.sft import SFTResult, run_sft
 from arlkit.train.tracking import read_metrics, read_tb_scalars
 
 __all__ = [
@@ -27,10 +24,8 @@ __all__ = [
     "LoRAConfig",
     "OptimConfig",
     "SFTConfig",
-    "SFTResult",
     "TokenRow",
     "TrainConfig",
-    "TrainResult",
     "ValidationConfig",
     "audit_run",
     "budget_candidates",
@@ -40,8 +35,6 @@ __all__ = [
     "load_config",
     "read_metrics",
     "read_tb_scalars",
-    "run_sft",
     "sample_group_budgets",
     "score_rows",
-    "train",
 ]

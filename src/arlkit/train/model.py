@@ -23,7 +23,7 @@ def resolve_model_path(spec: str, work_dir: Path) -> Path:
     deterministic). The spec is checked first (:func:`~arlkit.train.checks.check_model_spec`)."""
     check_model_spec(spec)
     if spec.startswith("tiny:"):
-        from arlkit.policies.tiny import init_tiny_model
+        from arlkit.rollout.corpus import init_tiny_model
 
         target = work_dir / "base_model"
         if not (target / "config.json").is_file():

@@ -36,7 +36,7 @@ from arlkit.envs.tools.apis import FINISH, instantiate, render_apis, specs_for
 from arlkit.envs.tools.calls import CallSyntaxError, parse_calls
 from arlkit.envs.tools.checks import BoundCall, bind, check_turn, execute, is_subsequence, state_differences
 from arlkit.envs.tools.entries import ToolEntry, load_bfcl, shipped_entries, turn_cost
-from arlkit.rollout.parsing import parse_tagged_action
+from arlkit.envs.parsing import parse_tagged_action
 
 __all__ = ["GAMMA", "ToolsConfig", "ToolsEnv"]
 

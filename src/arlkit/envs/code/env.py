@@ -2,7 +2,7 @@
 
 Each action is a complete Python program: the last fenced code block of the reply, inside the
 action tags or not. One sandbox launch runs it against every public and hidden test (see
-:mod:`arlkit.envs.code_eval`); the observation lists up to two failing public tests (input,
+:mod:`arlkit.envs.code.grading`); the observation lists up to two failing public tests (input,
 expected, actual, error; each cut to ~300 characters) or a success message. Success (reward 1,
 episode over) = every hidden test passes. Step quality = the hidden-test pass rate,
 :meth:`CodeEnv.pass_rate`.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from arlkit.envs.code_data import (
+from arlkit.envs.code.data import (
     DATA_DIR,
     CodeProblem,
     DatasetFormat,
@@ -36,11 +36,11 @@ from arlkit.envs.code_data import (
     shipped_problems,
     task_id_of,
 )
-from arlkit.envs.code_eval import Evaluation, evaluate_program, format_feedback
-from arlkit.envs.code_mutations import Mutation, enumerate_mutations
+from arlkit.envs.code.grading import Evaluation, evaluate_program, format_feedback
+from arlkit.envs.code.mutations import Mutation, enumerate_mutations
 from arlkit.envs.protocol import ParsedAction, StepResult, Task
 from arlkit.envs.registry import register_env
-from arlkit.rollout.parsing import parse_tagged_action
+from arlkit.envs.parsing import parse_tagged_action
 from arlkit.sandbox import Sandbox, SandboxConfig
 from arlkit.sandbox.config import IsolationLevel
 

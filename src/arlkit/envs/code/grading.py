@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arlkit.envs.code_data import CodeTest
+from arlkit.envs.code.data import CodeTest
 from arlkit.sandbox import Sandbox
 
 __all__ = ["Evaluation", "TestResult", "evaluate_program", "format_feedback", "outputs_match", "run_tests", "values_match"]
 
-HARNESS_SOURCE = Path(__file__).with_name("code_harness.py").read_text(encoding="utf-8")
+HARNESS_SOURCE = Path(__file__).with_name("harness.py").read_text(encoding="utf-8")
 _TOL = 1e-6
 _STATUS_TEXT = {
     "timeout": "time limit exceeded",

@@ -281,7 +281,11 @@ def run_eval(
         out, rows, trajectories, budgets, probe.t_max, task_ids, resumed=len(kept), failed=failed, withheld=withheld
     )
     result.notes = _notes(result, config)
-    write_eval_report(result, config)
+    title = (
+        f"Pass@(K,T) on {config.env} ({len(task_ids)} {config.split} tasks, {config.samples} samples each, "
+        f"{config.budget_mode} budgets, T_max = {probe.t_max})"
+    )
+    write_eval_report(out, rows, title=title, notes=result.notes)
     return result
 
 

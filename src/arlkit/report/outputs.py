@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from arlkit.metrics.bootstrap import Estimate
-from arlkit.rollout.parsing import valid_utf8
+from arlkit.envs.parsing import valid_utf8
 
 __all__ = ["ANALYSIS_FORMAT", "estimate_dict", "fmt_estimate", "fmt_pct", "save_figure", "write_csv", "write_json", "write_text"]
 

@@ -1,6 +1,6 @@
-"""Build ``problems.json`` (arlkit's shipped code tasks) from the definitions in this folder.
+"""Build ``src/arlkit/data/code/problems.json`` (arlkit's shipped code tasks) from the definitions in this folder.
 
-Run from the repository root:  ``.venv/bin/python src/arlkit/data/code/_source/build.py``
+Run from the repository root:  ``.venv/bin/python scripts/data/code/build.py``
 
 For every problem: the inputs (public, hand-picked hidden, seeded random) are run through the
 reference solution in the sandbox, with the same harness the environment uses; the outputs become
@@ -23,11 +23,11 @@ from problems_hard import PROBLEMS as HARD  # noqa: E402
 from problems_medium import PROBLEMS as MEDIUM  # noqa: E402
 from spec import P  # noqa: E402
 
-from arlkit.envs.code_data import CodeTest  # noqa: E402
-from arlkit.envs.code_eval import run_tests  # noqa: E402
+from arlkit.envs.code.data import CodeTest  # noqa: E402
+from arlkit.envs.code.grading import run_tests  # noqa: E402
 from arlkit.sandbox import Sandbox, SandboxConfig  # noqa: E402
 
-OUT = HERE.parent / "problems.json"
+OUT = HERE.parents[2] / "src" / "arlkit" / "data" / "code" / "problems.json"
 
 
 def _probe_test(p: P, inp: object) -> CodeTest:

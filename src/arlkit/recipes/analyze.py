@@ -2,9 +2,9 @@
 
 Policies are given as spec strings (``noisy-oracle:0.6``, ``hf:PATH``) or as policy objects. Each
 function returns the analysis result; with ``out`` it also writes CSV + PNG + markdown + JSON
-there (see :mod:`arlkit.analysis.writers`). When the environment lacks a capability the analysis
+there (see :mod:`arlkit.report.analysis_files`). When the environment lacks a capability the analysis
 needs, the function writes a ``<kind>.md``/``<kind>.json`` saying it was skipped and raises
-:class:`~arlkit.analysis.capabilities.MissingCapability`.
+:class:`~arlkit.envs.capabilities.MissingCapability`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from arlkit.analysis import writers
-from arlkit.analysis.capabilities import ActionScorer, MissingCapability, StepQuality, has_step_quality
+from arlkit.report import analysis_files as writers
+from arlkit.envs.capabilities import ActionScorer, MissingCapability, StepQuality, has_step_quality
 from arlkit.analysis.depth import DepthBin, depth_profile
 from arlkit.analysis.errors import ErrorsConfig, ErrorsResult, error_states_analysis
 from arlkit.analysis.flows import LoopSummary, action_flows, loop_stats, summarize_loops
 from arlkit.analysis.likelihood import LikelihoodConfig, LikelihoodResult, likelihood_analysis
-from arlkit.analysis.outputs import write_json, write_text
+from arlkit.report.outputs import write_json, write_text
 from arlkit.analysis.process import JudgeAgreement, LLMJudge, judge_agreement
 from arlkit.analysis.runs import AnalysisInputError, PairedRuns, check_compatible, load_run, paired_runs, resolve_tasks
 from arlkit.analysis.sampling import sample_actions

@@ -3,7 +3,7 @@
 Episode semantics:
 
 - Observation 0 is the question and the database schema (tables, columns, keys).
-- Each action is one SQL statement, run read-only through :class:`~arlkit.envs.sqlsafe.ReadOnlyDatabase`
+- Each action is one SQL statement, run read-only through :class:`~arlkit.envs.sql.safe.ReadOnlyDatabase`
   (time limit, row cap); the observation is the result rows (cut for display) or
   ``Error executing query: <msg>``. A query that fails (syntax error, unknown column, time limit)
   is a valid action whose result is that error. A statement the read-only policy refuses
@@ -13,7 +13,7 @@ Episode semantics:
   more query and submits its result in the same turn. So one turn always suffices (the structural
   bound of SPEC §2.4 is 100% for every T >= 1) and the oracle's single action is
   ``submit <gold query>``. The step that submits carries the reward
-  (:func:`~arlkit.envs.sql_reward.sql_reward`: multiset IoU times Kendall tau when the gold query
+  (:func:`~arlkit.envs.sql.reward.sql_reward`: multiset IoU times Kendall tau when the gold query
   sorts its result); success means reward 1. An episode that runs out of budget without a
   submission scores 0 (SPEC §6.6), as does submitting an error or nothing.
 - Scoring uses the rows actually fetched: a result cut at ``max_rows`` is scored on its first
@@ -30,10 +30,10 @@ from typing import Any
 
 from arlkit.envs.protocol import ParsedAction, StepResult, Task
 from arlkit.envs.registry import register_env
-from arlkit.envs.sql_data import HARDNESS, SqlTask, SqlTaskSet, load_spider, shipped_task_set
-from arlkit.envs.sql_reward import has_top_level_order_by, sql_reward
-from arlkit.envs.sqlsafe import QueryLimits, QueryResult, ReadOnlyDatabase, describe_schema, format_result
-from arlkit.rollout.parsing import parse_tagged_action
+from arlkit.envs.sql.data import HARDNESS, SqlTask, SqlTaskSet, load_spider, shipped_task_set
+from arlkit.envs.sql.reward import has_top_level_order_by, sql_reward
+from arlkit.envs.sql.safe import QueryLimits, QueryResult, ReadOnlyDatabase, describe_schema, format_result
+from arlkit.envs.parsing import parse_tagged_action
 
 __all__ = ["SqlConfig", "SqlEnv"]
 

@@ -129,7 +129,8 @@ def _quiet() -> None:
 
 def _train_job(config: dict[str, Any], out: str) -> str:
     _quiet()
-    from arlkit.train import TrainConfig, load_config, train
+    from arlkit.train import TrainConfig, load_config
+    from arlkit.recipes import train
 
     result = train(load_config(TrainConfig, None, config), out, resume=True)
     return str(result.final_model)
@@ -139,7 +140,7 @@ def _eval_job(jobs: list[dict[str, Any]]) -> None:
     """Evaluations ``{policy, budget, tasks, samples, history, counters, out}``, one after the other."""
     _quiet()
     os.environ["ARLKIT_HF_ATTN"] = "arlkit"  # fixed, not probed: measured fastest for these rollouts (docs/policies.md)
-    from arlkit.evaluation import EvalConfig, run_eval
+    from arlkit.recipes.eval import EvalConfig, run_eval
     from arlkit.policies import SamplingConfig
 
     for job in jobs:
@@ -175,8 +176,9 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
              say: Callable[[str], None] = _say) -> DemoResult:
     """Run the whole demo into ``out`` (module docstring); a re-run resumes finished stages."""
     _quiet()
-    from arlkit.policies.tiny import init_tiny_model
-    from arlkit.train import SFTConfig, load_config, run_sft
+    from arlkit.rollout.corpus import init_tiny_model
+    from arlkit.train import SFTConfig, load_config
+    from arlkit.recipes import run_sft
 
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -275,7 +277,7 @@ def _training_progress(runs: dict[str, Path], steps: int, say: Callable[[str], N
 
 def _run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs: Path,
                  poll: Callable[[], None] | None = None) -> None:
-    """Run each job ``(name, kind, arguments)`` as ``python -m arlkit.demo KIND JSON`` in a fresh process,
+    """Run each job ``(name, kind, arguments)`` as ``python -m arlkit.recipes.demo KIND JSON`` in a fresh process,
     at most ``workers`` at a time, output in ``logs/NAME.log``. Fresh interpreters (not multiprocessing)
     so that the caller's ``__main__`` is never re-imported: ``run_demo`` works from any script. A failed
     job stops the others and raises with the end of its log; so does an interrupt."""
@@ -292,7 +294,7 @@ def _run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs
             while queue and len(running) < workers:
                 name, kind, arguments = queue.pop(0)
                 log = open(logs / f"{name}.log", "wb")  # noqa: SIM115 - closed when the process ends
-                command = [sys.executable, "-m", "arlkit.demo", kind, json.dumps(arguments)]
+                command = [sys.executable, "-m", "arlkit.recipes.demo", kind, json.dumps(arguments)]
                 running[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), log)
             time.sleep(0.2)
             for name, (process, log) in list(running.items()):
@@ -317,7 +319,7 @@ def _run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs
 
 
 def _worker(kind: str, arguments: str) -> int:
-    """Entry point of one demo job (``python -m arlkit.demo train|eval JSON``)."""
+    """Entry point of one demo job (``python -m arlkit.recipes.demo train|eval JSON``)."""
     job = {"train": _train_job, "eval": _eval_job}[kind]
     job(**json.loads(arguments))
     return 0

@@ -51,7 +51,7 @@ __all__ = [
     "task_id_of",
 ]
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "code"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "code"
 SHIPPED_FILE = DATA_DIR / "problems.json"
 DatasetFormat = Literal["auto", "arlkit", "deepcoder", "taco", "livecodebench"]
 DIFFICULTIES = ("easy", "medium", "hard")

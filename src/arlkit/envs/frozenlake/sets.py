@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from arlkit.envs.frozenlake import _reaches_goal, generate_random_map, lake_model
+from arlkit.envs.frozenlake.maps import generate_random_map, lake_model, reaches_goal
 
 __all__ = ["budget_sensitive_maps", "quarter_budget"]
 
@@ -64,7 +64,7 @@ def budget_sensitive_maps(
             if (r, c) in ((0, 0), (size - 1, size - 1)):
                 continue
             candidate = _flip(desc, r, c)
-            if not _reaches_goal(candidate):
+            if not reaches_goal(candidate):
                 continue
             value = headroom(candidate)
             if value >= best:
@@ -79,7 +79,7 @@ def budget_sensitive_maps(
             if (r, c) not in ((0, 0), (size - 1, size - 1))
         ]
         for member in family:
-            if member in seen or not _reaches_goal(member):
+            if member in seen or not reaches_goal(member):
                 continue
             if member is desc or headroom(member) >= threshold:
                 seen.add(member)
@@ -88,12 +88,12 @@ def budget_sensitive_maps(
 
 # -- the shipped set ------------------------------------------------------------------------------
 # Screening takes minutes (each map's headroom is an exact DP), so the default budget-sensitive set
-# is generated once by `python -m arlkit.envs.frozenlake_sets` and shipped with the package; any
+# is generated once by `python -m arlkit.envs.frozenlake.sets` and shipped with the package; any
 # other configuration is generated on the fly by the same code.
 
 SHIPPED_PARAMS = {"size": 5, "success_rate": 0.8, "t_max": 32, "threshold": 0.10, "seed": 0, "p_frozen": 0.8}
 SHIPPED_COUNTS = {"train": 600, "test": 300}
-_SHIPPED_FILE = "frozenlake_budget_sensitive.json"
+SHIPPED_FILE = "frozenlake_budget_sensitive.json"
 
 
 def shipped_maps(params: dict, split: str, n: int) -> list[tuple[str, ...]] | None:
@@ -104,32 +104,8 @@ def shipped_maps(params: dict, split: str, n: int) -> list[tuple[str, ...]] | No
 
     import json
 
-    text = resources.files("arlkit.data").joinpath(_SHIPPED_FILE).read_text(encoding="utf-8")
+    text = resources.files("arlkit.data").joinpath(SHIPPED_FILE).read_text(encoding="utf-8")
     data = json.loads(text)
     if data["params"] != SHIPPED_PARAMS:
         return None
     return [tuple(rows) for rows in data[split][:n]]
-
-
-def _write_shipped() -> None:  # pragma: no cover - a maintenance script
-    import json
-    from pathlib import Path
-
-    from arlkit.envs.frozenlake import FrozenLakeConfig, FrozenLakeEnv
-
-    p = SHIPPED_PARAMS
-    config = FrozenLakeConfig(
-        size=int(p["size"]), success_rate=float(p["success_rate"]), t_max=int(p["t_max"]), seed=int(p["seed"]),
-        p_frozen=float(p["p_frozen"]), headroom_threshold=float(p["threshold"]), task_set="budget_sensitive",
-    )  # fmt: skip
-    env = FrozenLakeEnv(config, use_shipped=False)
-    data = {"params": SHIPPED_PARAMS}
-    for split, n in SHIPPED_COUNTS.items():
-        data[split] = [list(task.payload["desc"]) for task in env.tasks(split, n)]
-    path = Path(__file__).resolve().parents[1] / "data" / _SHIPPED_FILE
-    path.write_text(json.dumps(data, indent=0) + "\n", encoding="utf-8")
-    print(f"wrote {path}")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    _write_shipped()

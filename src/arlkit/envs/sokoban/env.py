@@ -29,7 +29,7 @@ from typing import Any
 from arlkit.envs.protocol import ParsedAction, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.splits import collect_split, content_id
-from arlkit.rollout.parsing import parse_tagged_action, quote
+from arlkit.envs.parsing import parse_tagged_action, quote
 
 __all__ = [
     "ACTIONS",

@@ -1,12 +1,12 @@
 """Writes arlkit's multi-turn tool-calling entries (``questions.jsonl``, ``answers.jsonl``, BFCL-v3
-format) next to this file.
+format) into ``src/arlkit/data/tools``.
 
 Each entry is drawn from a seeded SplitMix64 stream: 1 to 3 API classes, a random initial state
 for each, and 3 to 6 user turns, each from a request template that fits the state reached so far.
 The templates run their ground-truth calls on a simulated copy of the state while the entry is
 built, so every later request refers to files, ids and balances that really exist, and no
 ground-truth call ever returns an error. About one turn in nine is an irrelevant request that no
-tool can serve (its ground truth is empty). Run ``python -m arlkit.data.tools.make_entries`` after
+tool can serve (its ground truth is empty). Run ``.venv/bin/python scripts/data/make_tool_entries.py`` after
 changing anything here; the tests check that the shipped files equal this output.
 """
 
@@ -25,7 +25,7 @@ from arlkit.envs.tools.checks import bind, execute
 from arlkit.envs.splitmix import SplitMix64
 from arlkit.envs.tools.vehicle import DOORS, TIRES
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[2] / "src" / "arlkit" / "data" / "tools"
 N_ENTRIES = 160
 SEED = 20240611
 MAX_ACTIONS = 24

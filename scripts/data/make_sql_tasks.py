@@ -1,10 +1,10 @@
-"""Writes arlkit's SQL task set (``train.json`` and ``test.json``, Spider format) next to this file.
+"""Writes arlkit's SQL task set (``src/arlkit/data/sql/train.json`` and ``test.json``, Spider format).
 
 Every task comes from a question template written here, instantiated with values that exist in
-the generated databases (see ``arlkit.envs.sql_dbgen``). The split is decided per **template**
+the generated databases (see ``arlkit.envs.sql.dbgen``). The split is decided per **template**
 (``split_of("<db>:<key>")``), so two instances of one template (same question with another
-constant) always land in the same split. Run ``python -m arlkit.data.sql.make_tasks`` (or this
-file) after changing a template; the tests check that the shipped files equal this output.
+constant) always land in the same split. Run ``.venv/bin/python scripts/data/make_sql_tasks.py``
+after changing a template; the tests check that the shipped files equal this output.
 
 Hardness follows the spirit of Spider's levels: ``easy`` one table and one condition or aggregate;
 ``medium`` a join, GROUP BY or ORDER BY ... LIMIT; ``hard`` a sub-query, HAVING or set operation;
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from arlkit.envs.splits import split_of
-from arlkit.envs.sql_dbgen import ensure_databases
+from arlkit.envs.sql.dbgen import ensure_databases
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[2] / "src" / "arlkit" / "data" / "sql"
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from arlkit.analysis.depth import DepthBin
 from arlkit.analysis.errors import ErrorsResult, PairedRates
 from arlkit.analysis.flows import FlowCounts, LoopStats, LoopSummary
 from arlkit.analysis.likelihood import LikelihoodResult
-from arlkit.analysis.outputs import estimate_dict, fmt_estimate, fmt_pct, save_figure, write_csv, write_json, write_text
+from arlkit.report.outputs import estimate_dict, fmt_estimate, fmt_pct, save_figure, write_csv, write_json, write_text
 from arlkit.analysis.process import JudgeAgreement
 from arlkit.analysis.sankey import label_colors, sankey_layout, sankey_svg
 from arlkit.analysis.steps import CSV_HEADER, QualityComparison, StepsResult, row_values

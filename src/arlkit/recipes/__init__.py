@@ -1,0 +1,38 @@
+"""Recipes: the runs arlkit's commands make, each one file read top to bottom, built from the blocks
+below them (``envs``, ``algos``, ``policies``, ``rollout``, ``metrics``, ``train``, ``analysis``,
+``report``; docs/architecture.md).
+
+- :func:`run_eval` (:mod:`~arlkit.recipes.eval`): Pass@(K,T) of policies on a task set.
+- :func:`run_sft` (:mod:`~arlkit.recipes.sft`): behaviour cloning from an expert.
+- :func:`train` (:mod:`~arlkit.recipes.rl`): multi-turn RL with any preset, BudgetMix included.
+- :func:`run_demo` (:mod:`~arlkit.recipes.demo`): the seeds' central experiment on the tiny model.
+- :func:`analyze_steps`, :func:`analyze_errors`, ... (:mod:`~arlkit.recipes.analyze`): one step-level
+  analysis of runs end to end, files included (``arlkit analyze``).
+- :func:`run_scripted_demo` (:mod:`~arlkit.recipes.demo_scripted`): scripted policies and the
+  step-level diagnostics, no model.
+
+Names load on first use, so importing this package does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "EvalConfig": "eval", "EvalResult": "eval", "run_eval": "eval",
+    "SFTResult": "sft", "run_sft": "sft",
+    "TrainResult": "rl", "train": "rl",
+    "DemoPlan": "demo", "DemoResult": "demo", "demo_plan": "demo", "run_demo": "demo",
+    "run_scripted_demo": "demo_scripted",
+    "analyze_depth": "analyze", "analyze_errors": "analyze", "analyze_flows": "analyze", "analyze_judge": "analyze",
+    "analyze_likelihood": "analyze", "analyze_run": "analyze", "analyze_steps": "analyze",
+}  # fmt: skip
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'arlkit.recipes' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"arlkit.recipes.{_WHERE[name]}"), name)
