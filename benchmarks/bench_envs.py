@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from arlkit.envs import make
-from arlkit.envs.frozenlake.env import lake_model
+from arlkit.envs.frozenlake.maps import lake_model
 from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.policies import make_policy
 from arlkit.rollout import make_jobs, run_rollouts

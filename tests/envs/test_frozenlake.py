@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from arlkit.envs import make
-from arlkit.envs.frozenlake.env import ACTIONS, GAMMA, FrozenLakeEnv, generate_random_map, lake_model
+from arlkit.envs.frozenlake.env import FrozenLakeEnv
+from arlkit.envs.frozenlake.maps import ACTIONS, GAMMA, generate_random_map, lake_model
 
 gym_frozen_lake = pytest.importorskip("gymnasium.envs.toy_text.frozen_lake")
 

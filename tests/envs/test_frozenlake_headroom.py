@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from arlkit.envs import make
-from arlkit.envs.frozenlake.env import GAMMA, generate_random_map, lake_model
+from arlkit.envs.frozenlake.maps import GAMMA, generate_random_map, lake_model
 from arlkit.envs.frozenlake.sets import SHIPPED_COUNTS, SHIPPED_PARAMS, budget_sensitive_maps, quarter_budget
 
 
