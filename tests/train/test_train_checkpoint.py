@@ -20,11 +20,11 @@ import yaml
 
 from arlkit.cli import main
 from arlkit.train import read_metrics
+from arlkit.rundir import disk_full_named
 from arlkit.train.checkpoint import (
     CheckpointError,
     CheckpointWarning,
     checkpoint_problem,
-    disk_full_named,
     load_checkpoint,
     load_latest_checkpoint,
     save_checkpoint,

@@ -105,3 +105,38 @@ def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_o
     assert some_skipped  # eps 0.5: some executed replies are context only
     with pytest.raises(ValueError, match="history"):
         SFTConfig(model=str(nano_dir), history=1, rows="trajectory")
+
+
+def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from arlkit.config import ConfigError
+    from arlkit.recipes import run_sft
+    from arlkit.recipes import sft as sft_module
+
+    config = SFTConfig(model=str(nano_dir), env_args=FOUR_MAPS, expert="noisy-oracle:0.3", tasks=2, samples=2,
+                       history=1, steps=7, batch_rows=8, lr=3e-3, warmup_steps=2, checkpoint_every=2)
+    reference = run_sft(config, tmp_path / "reference", progress=False)
+
+    real_score_rows, calls = sft_module.score_rows, [0]
+
+    def killed_at_step_6(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls[0] += 1
+        if calls[0] == 6:
+            raise KeyboardInterrupt  # the run dies after the checkpoint of step 4, inside step 6
+        return real_score_rows(*args, **kwargs)
+
+    monkeypatch.setattr(sft_module, "score_rows", killed_at_step_6)
+    with pytest.raises(KeyboardInterrupt):
+        run_sft(config, tmp_path / "resumed", progress=False)
+    monkeypatch.setattr(sft_module, "score_rows", real_score_rows)
+    assert (tmp_path / "resumed" / "checkpoints").is_dir() and not (tmp_path / "resumed" / "model").exists()
+    resumed = run_sft(config, tmp_path / "resumed", progress=False)
+    for name in ("model.safetensors",):
+        assert (resumed.model_dir / name).read_bytes() == (reference.model_dir / name).read_bytes()
+    assert (tmp_path / "resumed" / "metrics.jsonl").read_text() == (tmp_path / "reference" / "metrics.jsonl").read_text()
+    assert resumed.final_loss == reference.final_loss
+    again = run_sft(config, tmp_path / "resumed", progress=False)  # finished: returned as it is
+    assert again.final_loss == resumed.final_loss
+    with pytest.raises(ConfigError, match="holds a different run"):
+        run_sft(SFTConfig(**{**config.__dict__, "steps": 8}), tmp_path / "resumed", progress=False)

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle_init(args: argparse.Namespace) -> int:
-    from arlkit.train.checkpoint import disk_full_named  # torch: only when the command runs
+    from arlkit.rundir import disk_full_named
 
     out = Path(args.out)
     try:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -153,19 +152,12 @@ def _eval_job(jobs: list[dict[str, Any]]) -> None:
 
 def _claim(out: Path, plan: DemoPlan) -> None:
     """Record the plan in ``out/demo.json``; a directory holding a demo with another plan (say ``--quick``
-    then the full demo) is refused rather than mixed."""
+    then the full demo) is refused rather than mixed (:func:`arlkit.rundir.claim_run_dir`)."""
     from dataclasses import asdict
 
-    from arlkit.config import ConfigError
+    from arlkit.rundir import claim_run_dir
 
-    record = out / "demo.json"
-    wanted = json.loads(json.dumps(asdict(plan)))
-    if record.is_file():
-        if json.loads(record.read_text(encoding="utf-8")) != wanted:
-            raise ConfigError(f"{out} holds a demo run with a different plan (e.g. --quick vs the full demo); "
-                              "choose another --out or delete it")
-        return
-    record.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
+    claim_run_dir(out, json.loads(json.dumps(asdict(plan))), record="demo.json", allowed=None, what="plan")
 
 
 def _say(message: str) -> None:
@@ -199,7 +191,6 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     bc = out / "bc"
     if not (bc / "model" / "config.json").is_file():
         say(f"behaviour cloning: {plan.sft['steps']} steps on expert demonstrations (budget-sensitive FrozenLake)")
-        shutil.rmtree(bc, ignore_errors=True)
         sft = run_sft(load_config(SFTConfig, None, {**plan.sft, "model": str(base)}), bc, progress=not quick)
         say(f"  {sft.rows} demonstration steps, final loss {sft.final_loss:.3f}, {sft.seconds:.0f}s")
     seconds["bc"] = time.monotonic() - t0

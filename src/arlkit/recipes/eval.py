@@ -16,7 +16,6 @@ as a failure (see docs/concepts.md, "Records and resume").
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,12 +23,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from arlkit.config import ConfigError, config_to_dict
+from arlkit.config import config_to_dict
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.registry import make
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table, resolve_budgets
 from arlkit.policies import BackendOptions, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
+from arlkit.rundir import atomic_path, claim_run_dir
 from arlkit.rollout.engine import make_jobs, run_rollouts
 from arlkit.rollout.prompts import PROMPT_VERSION, PromptConfig
 from arlkit.rollout.records import CONTEXT_LENGTH_EXCEEDED, JsonlWriter, Trajectory, read_trajectories
@@ -155,25 +155,6 @@ def _run_identity(config: EvalConfig) -> dict[str, Any]:
     return json.loads(json.dumps(data, sort_keys=True))  # the form it takes in run.json
 
 
-def _claim_directory(out: Path, identity: dict[str, Any]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "run.json"
-    if path.exists():
-        try:
-            existing = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            raise ConfigError(f"{path} is not valid JSON; choose another --out") from None
-        if existing != identity:
-            diffs = sorted(k for k in set(existing) | set(identity) if existing.get(k) != identity.get(k))
-            raise ConfigError(
-                f"{out} holds a different run (differs in: {', '.join(diffs)}); choose another --out or delete it"
-            )
-        return
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(identity, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def _per_task(env: Env, tasks: Sequence[Task], available: bool, measure: str) -> Callable[[int], np.ndarray] | None:
     """``T -> array`` of an oracle quantity (``success_probability`` or ``headroom``) per task."""
     if not available:
@@ -208,7 +189,7 @@ def run_eval(
     ks = list(config.ks) if config.ks else default_ks(config.samples)
     policies = [make_policy(spec, config.sampling, config.backend) for spec in config.policies]
     tasks = probe.tasks(config.split, config.tasks)
-    _claim_directory(out, _run_identity(config))
+    claim_run_dir(out, _run_identity(config))
 
     run_budgets = budgets if config.budget_mode == "announced" else [max(budgets)]
     path, errors_path = out / "trajectories.jsonl", out / "errors.jsonl"
@@ -299,11 +280,9 @@ def _set_aside_errors(path: Path, errors_path: Path, kept: list[Trajectory]) -> 
     with JsonlWriter(errors_path) as log:
         for trajectory in errored:
             log.write(trajectory)
-    tmp = path.with_name(path.name + ".tmp")
-    with JsonlWriter(tmp) as rewrite:
+    with atomic_path(path) as tmp, JsonlWriter(tmp) as rewrite:
         for trajectory in good:
             rewrite.write(trajectory)
-    os.replace(tmp, path)
     return good
 
 

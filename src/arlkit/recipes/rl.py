@@ -53,23 +53,20 @@ from arlkit.policies.hf import HFPolicy
 from arlkit.rollout import PROMPT_VERSION, PromptConfig, derive_seed, make_jobs, run_rollouts
 from arlkit.train.batch import ChatTokens, RecordingPolicy, RowBatch, announced_counters, build_batch, pad_rows, score_trajectory
 from arlkit.train.budgetmix import sample_group_budgets
-from arlkit.train.checkpoint import (
-    CheckpointError,
-    atomic_write_text,
-    check_run_dir,
-    claim_run_dir,
-    load_latest_checkpoint,
-    save_checkpoint,
-    set_rng_state,
-)
+from arlkit.rundir import atomic_write_text, check_run_dir, claim_run_dir
+from arlkit.train.checkpoint import load_latest_checkpoint, restore_state, save_checkpoint
 from arlkit.train.checks import check_train_config
-from arlkit.train.config import OptimConfig, TrainConfig, config_to_plain
+from arlkit.train.config import RUNTIME_FIELDS, OptimConfig, TrainConfig, config_to_plain
 from arlkit.train.dynamics import build_state_pool, load_state_pool, r_multi, r_single, save_state_pool
 from arlkit.train.forward import Critic, resolve_precision, score_rows
 from arlkit.train.model import apply_lora, base_causal_lm, frozen_copy, load_model, resolve_model_path, save_model_dir
 from arlkit.train.tracking import MetricsLog, progress_bar
 
 __all__ = ["TrainResult", "lr_lambda", "train"]
+
+
+RUNTIME_KEYS = tuple(f"config.{name}" for name in RUNTIME_FIELDS)
+"""Identity keys a resumed run may change (they do not change results)."""
 
 
 @dataclass
@@ -124,7 +121,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     algo = resolved.algo
     identity = {"config": config_to_plain(config), "t_max": resolved.t_max, "budgets": list(resolved.budgets),
                 "algo": config_to_plain(algo), "prompt_version": PROMPT_VERSION}
-    check_run_dir(out, identity, resume=resume, force=force)
+    check_run_dir(out, identity, resume=resume, force=force, volatile=RUNTIME_KEYS, allowed=("base_model",))
     torch.manual_seed(config.seed)
 
     # -- environment, tasks, prompts ------------------------------------------------------------------
@@ -163,7 +160,8 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
 
     val = config.validation
     val_tasks = make_env().tasks("test", val.tasks) if val.every else []
-    resuming = claim_run_dir(out, identity, resume=resume, force=force)
+    resuming = claim_run_dir(out, identity, resume=resume, force=force, volatile=RUNTIME_KEYS, allowed=("base_model",),
+                             merge=True).resumed
     atomic_write_text(out / "config.yaml", yaml.safe_dump(config_to_plain(config), sort_keys=False))
 
     # -- the R_single state pool: built once from the initial policy ------------------------------------
@@ -186,19 +184,10 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     checkpoint: Path | None = None
     if found is not None:
         checkpoint, state = found
-        try:
-            missing = model.load_state_dict(state["model"], strict=False)
-            if missing.unexpected_keys or (not config.lora.enabled and missing.missing_keys):
-                raise ValueError(f"keys differ: {missing}")
-            optimizer.load_state_dict(state["optimizer"])
-            scheduler.load_state_dict(state["scheduler"])
-            if critic is not None and critic_opt is not None:
-                critic.load_state_dict(state["critic"])
-                critic_opt.load_state_dict(state["critic_optimizer"])
-        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
-            first = (str(exc).strip().splitlines() or [""])[0][:200]
-            raise CheckpointError(f"checkpoint {checkpoint} does not fit this run's model ({first})") from None
-        set_rng_state(state["rng"])
+        parts: dict[str, Any] = {"model": model, "optimizer": optimizer, "scheduler": scheduler}
+        if critic is not None and critic_opt is not None:
+            parts |= {"critic": critic, "critic_optimizer": critic_opt}
+        restore_state(checkpoint, state, parts, partial=("model",) if config.lora.enabled else ())
         start = int(state["step"])
     # Without a checkpoint everything is redone from step 0, so nothing of an earlier attempt is kept.
     log = MetricsLog(out, resume_step=start if checkpoint is not None else None, tensorboard=config.tensorboard)

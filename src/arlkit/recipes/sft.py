@@ -8,8 +8,11 @@
    self-bootstrapped variant with a model as the expert).
 2. **Fine-tuning** on the reply tokens only: each row is the exact prompt plus the target reply; prompt
    and observation tokens are context, the loss is the mean negative log-likelihood of reply tokens.
-3. Writes ``OUT/model`` (a loadable model directory, written atomically), ``OUT/sft.json`` (config and
-   statistics) and ``OUT/metrics.jsonl``.
+3. Writes ``OUT/run.json`` (the run's identity), ``OUT/model`` (a loadable model directory, written
+   atomically), ``OUT/sft.json`` (config and statistics) and ``OUT/metrics.jsonl``; a checkpoint every
+   ``checkpoint_every`` steps. Re-running the same command resumes an interrupted run from its last
+   checkpoint (the result equals an uninterrupted run's) and returns a finished one as it is; a
+   different config on the same ``OUT`` is refused (:mod:`arlkit.rundir`).
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ from arlkit.config import ConfigError
 from arlkit.envs import Oracle, make
 from arlkit.policies import Reply, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon
-from arlkit.rollout import PromptConfig, derive_seed, make_jobs, run_rollouts
+from arlkit.rollout import PROMPT_VERSION, PromptConfig, derive_seed, make_jobs, run_rollouts
 from arlkit.rollout.records import Trajectory
 from arlkit.train.batch import ChatTokens, trajectory_row
 from arlkit.train.budgetmix import sample_group_budgets
-from arlkit.train.checkpoint import atomic_write_text
+from arlkit.rundir import atomic_write_text, claim_run_dir
+from arlkit.train.checkpoint import load_latest_checkpoint, restore_state, save_checkpoint
 from arlkit.train.checks import check_sft_config, resolve_budgets
 from arlkit.train.config import SFTConfig, config_to_plain
 from arlkit.train.forward import TokenRow, resolve_precision, score_rows
@@ -183,6 +187,13 @@ class SFTResult:
     seconds: float
 
 
+def _finished(out: Path) -> SFTResult:
+    """The result of the finished run in ``out`` (from its ``sft.json``)."""
+    saved = json.loads((out / "sft.json").read_text(encoding="utf-8"))
+    fields = {name: saved[name] for name in SFTResult.__dataclass_fields__}
+    return SFTResult(**{**fields, "model_dir": Path(fields["model_dir"])})
+
+
 def _lr_lambda(warmup: int) -> Callable[[int], float]:
     return lambda update: min(1.0, (update + 1) / warmup) if warmup > 0 else 1.0
 
@@ -192,16 +203,17 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     are checked (:func:`~arlkit.train.checks.check_sft_config`) before anything is written to ``out``."""
     out = Path(out)
     check_sft_config(config)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out} is a file; choose a directory for --out")
-    out.mkdir(parents=True, exist_ok=True)
+    identity = {"config": config_to_plain(config), "prompt_version": PROMPT_VERSION}
+    claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every",), allowed=("base_model",))
+    if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():
+        return _finished(out)  # the same command again: the run is done
     torch.manual_seed(config.seed)
     model_path = resolve_model_path(config.model, out)
     model, tokenizer = load_model(model_path, attn_implementation=config.attn_implementation)
     chat = ChatTokens(tokenizer)
     precision = resolve_precision(config.precision, next(model.parameters()).device)
 
-    demos = collect_demonstrations(config)
+    demos = collect_demonstrations(config)  # seeded: a resumed run collects the same ones
     rows, systems = sft_rows(demos, chat, config.rows)
     if not rows:
         raise ConfigError("keep: no demonstration was kept (no successful trajectory?); use keep: all or more tasks")
@@ -211,11 +223,18 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config.warmup_steps))
     rng = np.random.default_rng([config.seed, 31337])
     epoch: list[list[int]] = []
-    log = MetricsLog(out, resume_step=None, tensorboard=False)
     losses: list[float] = []
+    first = 0
+    found = load_latest_checkpoint(out) if claim.resumed else None
+    if found is not None:  # an interrupted run: continue exactly where its last checkpoint left off
+        checkpoint, state = found
+        restore_state(checkpoint, state, {"model": model, "optimizer": optimizer, "scheduler": scheduler})
+        rng.bit_generator.state = state["batch_rng"]
+        epoch, losses, first = [list(b) for b in state["epoch"]], list(state["losses"]), int(state["step"])
+    log = MetricsLog(out, resume_step=first if found is not None else None, tensorboard=False)
     start = time.monotonic()
-    with progress_bar(config.steps, 0, progress, "sft") as update:
-        for step in range(config.steps):
+    with progress_bar(config.steps, first, progress, "sft") as update:
+        for step in range(first, config.steps):
             if not epoch:
                 epoch = _batches(systems, config.batch_rows, rng)
             batch = [rows[i] for i in epoch.pop()]
@@ -232,6 +251,12 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
                        "sft/token_accuracy": float((logp > math.log(0.5)).float().mean())}
             log.log(step + 1, metrics)
             update(step + 1, metrics)
+            if (step + 1) % config.checkpoint_every == 0 and step + 1 < config.steps:
+                save_checkpoint(out, step + 1, {
+                    "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "batch_rng": rng.bit_generator.state,
+                    "epoch": epoch, "losses": losses,
+                })  # fmt: skip
     seconds = time.monotonic() - start
     log.close()
     model_dir = save_model_dir(model, tokenizer, out / "model")

@@ -1,6 +1,6 @@
 """Writing an analysis's files: ``<kind>.csv``, ``<kind>.png``, ``<kind>.md`` and ``<kind>.json``.
 
-Every file is written atomically (temporary file, then rename). The JSON file carries
+Every file is written atomically (:func:`arlkit.rundir.atomic_path`). The JSON file carries
 ``"arlkit_analysis": <kind>`` plus the headline numbers; ``arlkit report`` finds analyses by it.
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from arlkit.metrics.bootstrap import Estimate
 from arlkit.envs.parsing import valid_utf8
+from arlkit.rundir import atomic_path, atomic_write_text
 
 __all__ = ["ANALYSIS_FORMAT", "estimate_dict", "fmt_estimate", "fmt_pct", "save_figure", "write_csv", "write_json", "write_text"]
 
@@ -26,10 +26,7 @@ ANALYSIS_FORMAT = 1
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` atomically, as valid UTF-8 (model text may hold lone surrogates:
     they become U+FFFD, as in ``trajectories.jsonl``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(valid_utf8(text)[0], encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write_text(path, valid_utf8(text)[0])
 
 
 def _cell(value: Any) -> str:
@@ -42,14 +39,11 @@ def _cell(value: Any) -> str:
 
 def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """A CSV file with ``header``; floats with 6 significant digits, NaN and ``None`` empty."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as handle:  # model text: see write_text
-        writer = csv.writer(handle)
+    with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8", errors="replace") as handle:
+        writer = csv.writer(handle)  # errors="replace": model text, see write_text
         writer.writerow(header)
         for row in rows:
             writer.writerow([_cell(v) for v in row])
-    os.replace(tmp, path)
 
 
 def _clean(value: Any) -> Any:
@@ -72,11 +66,11 @@ def save_figure(fig: Any, path: Path, *, dpi: int = 110) -> None:
     """Save a matplotlib figure as PNG atomically and close it."""
     import matplotlib.pyplot as plt
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=dpi)
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi)
+    finally:
+        plt.close(fig)
 
 
 def estimate_dict(est: Estimate | None) -> dict[str, float] | None:

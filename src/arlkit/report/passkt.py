@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import csv
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from arlkit.metrics.passkt import CSV_HEADER, PassRow
+from arlkit.report.outputs import save_figure
+from arlkit.rundir import atomic_path, atomic_write_text
 
 __all__ = ["plot_passkt", "summary_markdown", "write_eval_report", "write_passkt_csv"]
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_passkt_csv(rows: Sequence[PassRow], path: Path) -> None:
     """One line per (policy, T, k) with the columns of :data:`CSV_HEADER`."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as handle:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(CSV_HEADER)
         for row in rows:
             writer.writerow(row.csv_row())
-    os.replace(tmp, path)
 
 
 def _pct(x: float) -> str:
@@ -96,10 +89,7 @@ def plot_passkt(rows: Sequence[PassRow], path: Path, *, title: str) -> None:
         ax_k.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    save_figure(fig, path)
 
 
 def write_eval_report(out: Path, rows: Sequence[PassRow], *, title: str, notes: Sequence[str] = ()) -> None:
@@ -114,7 +104,7 @@ def write_eval_report(out: Path, rows: Sequence[PassRow], *, title: str, notes: 
         "the ceiling of any gain from budget-aware training (BudgetMix).",
         "- files: trajectories.jsonl, passkt.csv, passkt.png, run.json",
     ]
-    _atomic_write_text(out / "summary.md", summary_markdown(rows, title=title, notes=notes))
+    atomic_write_text(out / "summary.md", summary_markdown(rows, title=title, notes=notes))
     if rows:
         plot_passkt(rows, out / "passkt.png", title=title)
     else:  # no table yet (see the notes): no stale plot either

@@ -1,4 +1,4 @@
-"""Checkpoints that survive being killed at any moment, verified on resume, and the run-directory contract.
+"""Checkpoints that survive being killed at any moment, verified on resume.
 
 A checkpoint is one file ``checkpoints/step_NNNNNN.pt`` holding the trainable weights, the optimizer and
 scheduler states (critic included), every RNG state (Python, NumPy, torch CPU and CUDA) and the step, plus
@@ -13,48 +13,41 @@ does not match (a flipped bit, a truncated or empty file) or cannot be read is r
 none is usable, :class:`CheckpointError` stops the run. A checkpoint without a manifest (written before
 manifests existed) is loaded unverified with a warning (docs/training.md §5).
 
-``run.json`` records the run's config; resuming with a different config is refused with the
-differences listed, unless forced. A full disk while writing is an ``OSError(ENOSPC)`` naming the file.
+The run folder itself (``run.json``, resume, ``--force``) is :mod:`arlkit.rundir`'s. A full disk while
+writing is an ``OSError(ENOSPC)`` naming the file.
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
 import random
 import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from arlkit.config import ConfigError, RunError
-from arlkit.train.config import RUNTIME_FIELDS, config_diff
+from arlkit.config import RunError
+from arlkit.rundir import atomic_write_text, disk_full_named, fsync_dir
 
 __all__ = [
     "CheckpointError",
     "CheckpointWarning",
-    "atomic_write_text",
-    "check_run_dir",
     "checkpoint_problem",
-    "claim_run_dir",
-    "disk_full_named",
     "get_rng_state",
     "latest_checkpoint",
     "load_checkpoint",
     "load_latest_checkpoint",
     "save_checkpoint",
+    "restore_state",
     "set_rng_state",
 ]
 
 MANIFEST_FORMAT = 1
-_DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
-_DISK_FULL_TEXT = ("No space left on device", "os error 28", "Disk quota exceeded")
 _REQUIRED_KEYS = ("model", "step", "rng")
 
 
@@ -64,54 +57,6 @@ class CheckpointError(RunError):
 
 class CheckpointWarning(UserWarning):
     """A checkpoint was skipped (corrupt, truncated, empty) or loaded without verification."""
-
-
-def _is_disk_full(exc: BaseException) -> bool:
-    if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
-        return True
-    return any(text in str(exc) for text in _DISK_FULL_TEXT)
-
-
-@contextmanager
-def disk_full_named(path: Path) -> Iterator[None]:
-    """Re-raise a full disk inside the block as ``OSError(ENOSPC, ..., path)``, whatever library wrapped it
-    (safetensors' ``SafetensorError``, an ``OSError`` without a file name)."""
-    try:
-        yield
-    except Exception as exc:
-        if not _is_disk_full(exc) or (isinstance(exc, OSError) and exc.filename):
-            raise
-        code = exc.errno if isinstance(exc, OSError) and exc.errno in _DISK_FULL else errno.ENOSPC
-        raise OSError(code, os.strerror(code), str(path)) from exc
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (the temporary file is removed
-    when the write fails; a full disk raises ``OSError(ENOSPC)`` naming ``path``)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with disk_full_named(path), open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 def get_rng_state() -> dict[str, Any]:
@@ -195,10 +140,10 @@ def save_checkpoint(run: Path, step: int, payload: Mapping[str, Any], *, keep: i
             manifest = {"format": MANIFEST_FORMAT, "step": step,
                         "files": {path.name: {"sha256": writer.sha256.hexdigest(), "bytes": writer.size}}}
             # The manifest lands first: a checkpoint file without one can only predate manifests.
-            atomic_write_text(_manifest_path(path), json.dumps(manifest, indent=2) + "\n")
+            atomic_write_text(_manifest_path(path), json.dumps(manifest, indent=2) + "\n", fsync=True)
             os.replace(tmp, path)
-            _fsync_dir(folder)
-            atomic_write_text(folder / "latest", path.name + "\n")
+            fsync_dir(folder)
+            atomic_write_text(folder / "latest", path.name + "\n", fsync=True)
     finally:
         tmp.unlink(missing_ok=True)
     for old in _checkpoints(folder)[keep:]:
@@ -312,50 +257,21 @@ def load_latest_checkpoint(run: Path) -> tuple[Path, dict[str, Any]] | None:
     return None
 
 
-def check_run_dir(run: Path, identity: Mapping[str, Any], *, resume: bool, force: bool) -> list[str] | None:
-    """Whether ``run`` may take a run described by ``identity`` (``{"config": ..., ...}``), writing nothing.
-
-    Returns None for a fresh run, else the config differences of the run being resumed (empty when
-    none). A fresh run needs an empty (or missing) directory (a ``base_model`` built there by an
-    earlier attempt is allowed); ``resume`` continues an existing one and refuses a different config
-    (runtime fields such as ``checkpoint_every`` excepted) unless ``force``, listing the differences.
-    Raises :class:`ConfigError`.
-    """
-    info = run / "run.json"
-    if info.exists():
-        if not resume:
-            raise ConfigError(f"{run} already holds a run; pass --resume to continue it or choose another --out")
-        try:
-            old = json.loads(info.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise ConfigError(f"{info} is not valid JSON; cannot resume") from None
-        old_cfg = {k: v for k, v in old.get("config", {}).items() if k not in RUNTIME_FIELDS}
-        new_cfg = {k: v for k, v in identity["config"].items() if k not in RUNTIME_FIELDS}
-        diff = config_diff(old_cfg, new_cfg)
-        if diff and not force:
-            raise ConfigError(
-                "the config differs from the run being resumed (pass --force to resume anyway): " + "; ".join(diff)
-            )
-        return diff
-    if run.exists() and not run.is_dir():
-        raise ConfigError(f"{run} is a file; choose a directory for --out")
-    if run.exists() and any(p for p in run.iterdir() if p.name not in ("base_model",)):
-        if resume:
-            raise ConfigError(f"{run} holds no run.json; nothing to resume")
-        raise ConfigError(f"{run} is not empty; choose another --out")
-    return None
-
-
-def claim_run_dir(run: Path, identity: Mapping[str, Any], *, resume: bool, force: bool) -> bool:
-    """Take ``run`` for the run described by ``identity`` after :func:`check_run_dir`: write ``run.json``
-    (a fresh run) or record the forced config changes (a resumed one). Returns True when resuming."""
-    diff = check_run_dir(run, identity, resume=resume, force=force)
-    info = run / "run.json"
-    if diff is not None:
-        if diff:
-            old = json.loads(info.read_text(encoding="utf-8"))
-            atomic_write_text(info, json.dumps({**old, "config": identity["config"], "forced_changes": diff}, indent=2) + "\n")
-        return True
-    run.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(info, json.dumps(dict(identity), indent=2) + "\n")
-    return False
+def restore_state(checkpoint: Path, state: Mapping[str, Any], parts: Mapping[str, Any], *,
+                  partial: tuple[str, ...] = ()) -> None:
+    """Load ``state[name]`` into each object of ``parts`` (a model, optimizer, scheduler: anything with
+    ``load_state_dict``) and restore the RNG states. Names in ``partial`` may lack keys (LoRA: only the
+    adapters are saved) but not have extra ones. A state that does not fit raises
+    :class:`CheckpointError` naming the checkpoint."""
+    try:
+        for name, obj in parts.items():
+            if name in partial:
+                loaded = obj.load_state_dict(state[name], strict=False)
+                if loaded.unexpected_keys:
+                    raise ValueError(f"unexpected keys {loaded.unexpected_keys[:3]}")
+            else:
+                obj.load_state_dict(state[name])
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise CheckpointError(f"checkpoint {checkpoint} does not fit this run's model ({first})") from None
+    set_rng_state(state["rng"])

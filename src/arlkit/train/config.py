@@ -293,9 +293,11 @@ class SFTConfig:
     """Padded tokens per forward chunk."""
     seed: int = 0
     """Seed of the demonstrations and the row order."""
+    checkpoint_every: int = 50
+    """Write a checkpoint every this many steps (a re-run resumes from the last one); does not change results."""
 
     def __post_init__(self) -> None:
-        for name in ("tasks", "samples", "steps", "batch_rows", "max_tokens"):
+        for name in ("tasks", "samples", "steps", "batch_rows", "max_tokens", "checkpoint_every"):
             check_number(name, getattr(self, name), ge=1)
         for name in ("lr", "warmup_steps", "weight_decay", "grad_clip", "seed"):
             check_number(name, getattr(self, name), ge=0)

@@ -25,7 +25,7 @@ from arlkit.envs import Env, Oracle, Task, has_oracle
 from arlkit.policies import Policy, Request
 from arlkit.rollout import PromptConfig, derive_seed, make_jobs, run_rollouts
 from arlkit.train.batch import RecordingPolicy, score_trajectory
-from arlkit.train.checkpoint import atomic_write_text
+from arlkit.rundir import atomic_write_text
 
 __all__ = ["PoolState", "build_state_pool", "load_state_pool", "r_multi", "r_single", "save_state_pool"]
 

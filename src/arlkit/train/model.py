@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from arlkit.config import ConfigError
-from arlkit.train.checkpoint import disk_full_named
+from arlkit.rundir import disk_full_named
 from arlkit.train.checks import check_model_spec
 from arlkit.train.config import LoRAConfig
 

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from arlkit.rundir import atomic_write_jsonl
+
 __all__ = ["MetricsLog", "TBWriter", "progress_bar", "read_metrics", "read_tb_scalars"]
 
 
@@ -196,9 +198,7 @@ class MetricsLog:
     def __init__(self, run: Path, *, resume_step: int | None, tensorboard: bool) -> None:
         self.path = run / "metrics.jsonl"
         keep = [m for m in read_metrics(self.path) if resume_step is not None and int(m["step"]) <= resume_step]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(json.dumps(m) + "\n" for m in keep), encoding="utf-8")
-        os.replace(tmp, self.path)
+        atomic_write_jsonl(self.path, keep)
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
         self.tb = TBWriter(run / "tb") if tensorboard else None
 

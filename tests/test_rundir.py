@@ -1,0 +1,76 @@
+"""Run folders (:mod:`arlkit.rundir`): claim, identity check, resume, --force, atomic writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arlkit.config import ConfigError
+from arlkit.rundir import atomic_path, atomic_write_json, atomic_write_text, check_run_dir, claim_run_dir
+
+IDENTITY = {"config": {"lr": 0.1, "steps": 10, "progress": True}, "version": 1}
+
+
+def test_a_fresh_folder_is_claimed_and_the_same_identity_resumes(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert claim_run_dir(run, IDENTITY).resumed is False
+    assert json.loads((run / "run.json").read_text()) == IDENTITY
+    again = claim_run_dir(run, IDENTITY)
+    assert again.resumed is True and again.changes == []
+
+
+def test_another_identity_is_refused_naming_the_difference(tmp_path: Path) -> None:
+    claim_run_dir(tmp_path, IDENTITY)
+    other = {**IDENTITY, "config": {**IDENTITY["config"], "lr": 0.2}}
+    with pytest.raises(ConfigError, match=r"holds a different run \(differs in: config\.lr\)"):
+        claim_run_dir(tmp_path, other)
+    assert json.loads((tmp_path / "run.json").read_text()) == IDENTITY  # nothing written
+
+
+def test_volatile_keys_may_change_and_force_records_the_changes(tmp_path: Path) -> None:
+    claim_run_dir(tmp_path, IDENTITY, resume=False)
+    quiet = {**IDENTITY, "config": {**IDENTITY["config"], "progress": False}}
+    assert claim_run_dir(tmp_path, quiet, resume=True, volatile=("config.progress",)).changes == []
+    other = {**IDENTITY, "config": {**IDENTITY["config"], "steps": 20}}
+    with pytest.raises(ConfigError, match="pass --force"):
+        claim_run_dir(tmp_path, other, resume=True)
+    forced = claim_run_dir(tmp_path, other, resume=True, force=True)
+    assert forced.resumed and forced.changes == ["config.steps: 10 -> 20"]
+    assert json.loads((tmp_path / "run.json").read_text())["forced_changes"] == ["config.steps: 10 -> 20"]
+
+
+def test_explicit_resume_modes(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="nothing to resume"):
+        check_run_dir(tmp_path / "missing", IDENTITY, resume=True)
+    claim_run_dir(tmp_path / "run", IDENTITY)
+    with pytest.raises(ConfigError, match="already holds a run; pass --resume"):
+        check_run_dir(tmp_path / "run", IDENTITY, resume=False)
+
+
+def test_foreign_files_and_bad_records_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="is not empty and holds no run.json"):
+        claim_run_dir(tmp_path, IDENTITY)
+    assert claim_run_dir(tmp_path, IDENTITY, allowed=None).resumed is False  # a folder that may hold anything
+    (tmp_path / "run.json").write_text("{broken")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        claim_run_dir(tmp_path, IDENTITY)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="is a file"):
+        claim_run_dir(tmp_path / "file", IDENTITY)
+
+
+def test_atomic_writes_leave_the_old_file_when_the_writer_fails(tmp_path: Path) -> None:
+    path = tmp_path / "out" / "table.csv"
+    atomic_write_text(path, "old\n")
+    with pytest.raises(RuntimeError), atomic_path(path) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed mid-write")
+    assert path.read_text() == "old\n" and sorted(p.name for p in path.parent.iterdir()) == ["table.csv"]
+    atomic_write_json(path.with_name("x.json"), {"a": 1}, fsync=True)
+    assert json.loads(path.with_name("x.json").read_text()) == {"a": 1}
+    with atomic_path(path.with_name("plot.png")) as tmp:
+        assert tmp.suffix == ".png"  # writers that choose a format by suffix still can
+        tmp.write_bytes(b"png")
