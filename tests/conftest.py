@@ -21,6 +21,7 @@ def data_script():
     """``data_script("make_sql_tasks")``: a generator script of ``scripts/data`` loaded as a module
     (the generators live outside the package; the tests check the shipped data equals their output)."""
     import importlib.util
+    import sys
 
     scripts = Path(__file__).resolve().parents[1] / "scripts" / "data"
 
@@ -28,6 +29,7 @@ def data_script():
         spec = importlib.util.spec_from_file_location(f"arlkit_data_script_{name}", scripts / f"{name}.py")
         assert spec is not None and spec.loader is not None, name
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
         spec.loader.exec_module(module)
         return module
 
