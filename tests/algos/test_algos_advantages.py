@@ -403,7 +403,7 @@ def test_empg_uniform_entropy_reduces_to_centred_base_plus_bonus() -> None:
 
 
 def _empg_reference(scores, index, traj, steps, entropy, mask, k=1.0, k_f=1.0, zeta=0.05) -> list[float]:
-    """Loop form of SPEC §6.4's EMPG on a GRPO (cross-step, std-normalised) base."""
+    """Loop form of EMPG (docs/algorithms.md#advantage-estimators) on a GRPO (cross-step, std-normalised) base."""
     n = len(scores)
     base = _grpo_reference(scores, index, True)
     valid = [any(mask[i]) for i in range(n)]

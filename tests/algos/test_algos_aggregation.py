@@ -24,7 +24,7 @@ def test_agg_modes_hand_computed() -> None:
     assert agg_loss(L, M, "token-sum").item() == pytest.approx(7.0, abs=1e-12)
     # row means 1.5 and 4; the empty row is not a sequence: (1.5 + 4) / 2
     assert agg_loss(L, M, "seq-mean-token-mean").item() == pytest.approx(2.75, abs=1e-12)
-    # row sums 3, 4, 0 averaged over all B = 3 rows (SPEC: "mean over rows")
+    # row sums 3, 4, 0 averaged over all B = 3 rows (docs/algorithms.md#loss-aggregation)
     assert agg_loss(L, M, "seq-mean-token-sum").item() == pytest.approx(7 / 3, abs=1e-12)
     # total / L_max: padded length 3, or the configured constant 10
     assert agg_loss(L, M, "seq-mean-token-sum-norm").item() == pytest.approx(7 / 3, abs=1e-12)
@@ -54,7 +54,7 @@ def test_agg_rejects_unknown_mode_listing_choices() -> None:
 
 
 def _agg_reference(L: list[list[float]], M: list[list[int]], mode: str, scale: float | None) -> float:
-    """Slow, loop-by-loop form of SPEC §6.1."""
+    """Slow, loop-by-loop form of docs/algorithms.md#loss-aggregation."""
     rows = [[l for l, m in zip(lr, mr) if m] for lr, mr in zip(L, M)]
     flat = [x for r in rows for x in r]
     if mode == "token-mean":

@@ -101,7 +101,7 @@ def test_dual_clip_bounds_negative_advantage_tokens(seed: int, b: int, l: int, c
 
 
 def _token_reference(name: str, old: Tensor, new: Tensor, adv: Tensor, mask: Tensor) -> float:
-    """Token-by-token loop of SPEC §6.2 with each loss's default hyperparameters, then its aggregation."""
+    """Token-by-token loop of docs/algorithms.md#policy-losses with each loss's default hyperparameters, then its aggregation."""
     rows = []
     for i in range(old.shape[0]):
         valid = [t for t in range(old.shape[1]) if mask[i, t]]
@@ -333,7 +333,7 @@ def test_sequence_mask_hand_picked_rows() -> None:
 def test_sequence_mask_removes_exactly_the_spec_rows(seed: int, name: str, mode: str, delta: float) -> None:
     old, new, adv, mask = _batch(seed, 6, 4, scale=0.8)
     expected = []
-    for i in range(6):  # the rule of SPEC §6.2, row by row
+    for i in range(6):  # the rule of docs/algorithms.md#policy-losses, row by row
         n = int(mask[i].sum())
         a_i = sum(adv[i, t].item() for t in range(4) if mask[i, t]) / n if n else 0.0
         d_i = sum(old[i, t].item() - new[i, t].item() for t in range(4) if mask[i, t]) / n if n else 0.0

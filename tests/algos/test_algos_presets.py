@@ -32,7 +32,7 @@ from arlkit.config import ConfigError
 
 PROPS = settings(max_examples=50, deadline=None)
 
-# SPEC §6.7's table: preset -> (adv_estimator, policy_loss, loss_agg_mode, dynamic_filtering, needs_critic, step_rows)
+# docs/algorithms.md#presets: preset -> (adv_estimator, policy_loss, loss_agg_mode, dynamic_filtering, needs_critic, step_rows)
 TABLE = {
     "grpo": ("grpo", "vanilla", "token-mean", False, False, False),
     "drgrpo": ("grpo", "vanilla", "seq-mean-token-sum-norm", False, False, False),

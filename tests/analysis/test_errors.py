@@ -1,4 +1,4 @@
-"""Error states, continuation from them, and error correction after failed calls (SPEC §4.2)."""
+"""Error states, continuation from them, and error correction after failed calls (docs/metrics.md#error-states)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Likelihood analysis (SPEC §5): ActionNLL, cumulative LLR and length-matched pairs."""
+"""Likelihood analysis (docs/metrics.md#likelihood): ActionNLL, cumulative LLR and length-matched pairs."""
 
 from __future__ import annotations
 

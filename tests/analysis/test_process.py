@@ -1,4 +1,4 @@
-"""Process rewards: oracle Q and the LLM judge (SPEC §9), and judge-vs-oracle agreement."""
+"""Process rewards: oracle Q and the LLM judge (docs/metrics.md#process-signals), and judge-vs-oracle agreement."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Matched-state action quality (SPEC §4.1) and depth (§4.3)."""
+"""Matched-state action quality and depth (docs/metrics.md#matched-states, #depth-profile)."""
 
 from __future__ import annotations
 

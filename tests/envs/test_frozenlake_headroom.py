@@ -1,4 +1,4 @@
-"""Budget headroom (SPEC §2.5) and the budget-sensitive FrozenLake task set."""
+"""Budget headroom (docs/metrics.md#budget-headroom) and the budget-sensitive FrozenLake task set."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_policy_evaluation_matches_forward_simulation_of_the_distribution() -> N
 def test_standard_maps_have_little_headroom() -> None:
     rng = np.random.default_rng(0)
     values = [lake_model(tuple(generate_random_map(4, 0.8, rng)), True, 0.8).headroom(6, 24) for _ in range(200)]
-    assert 0.0 < float(np.mean(values)) < 0.04  # about 2 points, as SPEC §2.5 says
+    assert 0.0 < float(np.mean(values)) < 0.04  # about 2 points (docs/metrics.md#budget-headroom)
 
 
 def test_budget_sensitive_generator_meets_the_threshold() -> None:

@@ -1,4 +1,4 @@
-"""Training rows in both layouts, the prefix-sharing forward, and rewards (SPEC §6.6)."""
+"""Training rows in both layouts, the prefix-sharing forward, and rewards (docs/algorithms.md#rewards)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from arlkit.train.budgetmix import audit_run, budget_candidates, chi_square_unif
 
 
 def test_candidates_match_spec_lists() -> None:
-    # SPEC §6.8: the three lists written out there.
+    # docs/algorithms.md#budgetmix: the three lists written out there.
     assert budget_candidates(70) == [7, 14, 21, 28, 35, 42, 49, 56, 63, 70]
     assert budget_candidates(10) == list(range(1, 11))
     assert budget_candidates(24) == [3, 5, 8, 10, 12, 15, 17, 20, 22, 24]

@@ -1,4 +1,4 @@
-"""Policy optimisation for multi-turn agents: pure tensor functions, registered by name (SPEC §6).
+"""Policy optimisation for multi-turn agents: pure tensor functions, registered by name (docs/algorithms.md).
 
 ARLArena's four dimensions are four independent choices:
 

@@ -1,4 +1,4 @@
-"""Advantage estimators behind a registry, with one uniform signature (SPEC §6.4).
+"""Advantage estimators behind a registry, with one uniform signature (docs/algorithms.md#advantage-estimators).
 
 Every estimator is ``fn(inputs: AdvantageInputs, config) -> AdvantageOutput``: one inputs object
 carries everything any estimator may need (rewards, mask, group / trajectory / step ids, per-step
@@ -6,7 +6,7 @@ rewards, anchor keys, values, old entropies), and ``config`` is the estimator's 
 dataclass. A trainer calls ``compute_advantage(name, inputs, config)`` with no special cases; an
 estimator checks for the inputs it needs and names any that are missing.
 
-Row layouts (SPEC §6): a row is either one whole trajectory (``traj_index`` omitted: each row is its
+Row layouts (docs/algorithms.md#conventions): a row is either one whole trajectory (``traj_index`` omitted: each row is its
 own trajectory) or one environment step (``traj_index`` and ``step_index`` given; every step row of a
 trajectory carries the trajectory's episode score).
 

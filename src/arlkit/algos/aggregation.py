@@ -1,4 +1,4 @@
-"""Loss aggregation and masked reductions over ``(B, L)`` token tensors (SPEC §6.1, AA App. A.1).
+"""Loss aggregation and masked reductions over ``(B, L)`` token tensors (docs/algorithms.md#loss-aggregation; AA App. A.1).
 
 Aggregation is kept apart from every loss formula: a policy loss builds a ``(B, L)`` matrix of token
 losses and hands it to :func:`agg_loss` with the mask and the chosen mode. Masked positions are
@@ -76,7 +76,7 @@ def agg_loss(
     *,
     loss_scale_factor: float | None = None,
 ) -> Tensor:
-    """Aggregate a ``(B, L)`` matrix of token losses into a scalar (SPEC §6.1).
+    """Aggregate a ``(B, L)`` matrix of token losses into a scalar (docs/algorithms.md#loss-aggregation).
 
     With ``M = loss_mask`` (0/1 or bool, ``(B, L)``) and ``n_i = Σ_t M_it``:
 

@@ -1,4 +1,4 @@
-"""EMPG: entropy-modulated advantages for step rows (Wang et al. 2025; AA App. A.3.2; SPEC §6.4).
+"""EMPG: entropy-modulated advantages for step rows (Wang et al. 2025; AA App. A.3.2; docs/algorithms.md#advantage-estimators).
 
 On top of a GRPO base advantage ``A_i`` per step row i:
 
@@ -35,7 +35,7 @@ __all__ = ["EMPGConfig"]
 
 @dataclass(frozen=True)
 class EMPGConfig:
-    """EMPG's hyperparameters (SPEC §6.4) and those of its GRPO base advantage."""
+    """EMPG's hyperparameters (AA App. A.3.2) and those of its GRPO base advantage."""
 
     k: float = 1.0
     """k in the gradient scale ``exp(−k·Hn)``."""

@@ -1,4 +1,4 @@
-"""DAPO-style dynamic filtering of rollout groups (Yu et al. 2025; SPEC §6.5; AA §4.3).
+"""DAPO-style dynamic filtering of rollout groups (Yu et al. 2025; docs/algorithms.md#dynamic-filtering; AA §4.3).
 
 A group whose trajectories all received the same raw reward carries no group-relative signal. After
 each round of rollouts the trainer asks :func:`filter_groups` which of the new groups to keep and how

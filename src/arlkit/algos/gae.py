@@ -1,4 +1,5 @@
-"""PPO's token-level GAE and the value-clipped critic loss (Schulman et al. 2016/2017; SPEC §6.4; RT App. A.2).
+"""PPO's token-level GAE and the value-clipped critic loss (Schulman et al. 2016/2017; RT App. A.2;
+docs/algorithms.md#advantage-estimators).
 
 GAE over the valid tokens of each row, in order, skipping masked positions (environment-observation
 and padding tokens), exactly as verl does: with ``t'`` the next valid token after ``t``,

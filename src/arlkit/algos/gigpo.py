@@ -1,4 +1,5 @@
-"""GiGPO: episode-level plus anchor-state step-level group advantages (Feng et al. 2025; SPEC §6.4; RT App. A.4).
+"""GiGPO: episode-level plus anchor-state step-level group advantages (Feng et al. 2025; AA App. A.3.1;
+RT App. A.4; docs/algorithms.md#advantage-estimators).
 
 ``A = A^E + ω·A^S`` per step row:
 
@@ -37,7 +38,7 @@ __all__ = ["GiGPOConfig", "budget_anchor", "discounted_step_returns", "gigpo_ste
 
 @dataclass(frozen=True)
 class GiGPOConfig:
-    """GiGPO's hyperparameters (defaults from SPEC §6.4 / AA)."""
+    """GiGPO's hyperparameters (defaults from AA App. A.3.1 and RT App. A.4)."""
 
     gamma: float = 0.95
     """γ of the discounted step return ``R_t``."""

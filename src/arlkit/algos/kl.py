@@ -1,4 +1,4 @@
-"""KL estimators, token entropy and the total actor loss (SPEC §6.3).
+"""KL estimators, token entropy and the total actor loss (docs/algorithms.md#kl-and-entropy).
 
 Per-token estimators of KL(πθ ‖ πref) from samples of πθ (Schulman's k1/k2/k3 family, verl's names).
 With ``x = logπref − logπθ`` per token:
@@ -93,7 +93,7 @@ def combine_actor_loss(
     kl_coef: float = 0.0,
     loss_scale_factor: float | None = None,
 ) -> ActorLoss:
-    """Total actor loss ``pg_loss − entropy_coeff·agg(H) + kl_coef·agg(k)`` (SPEC §6.3).
+    """Total actor loss ``pg_loss − entropy_coeff·agg(H) + kl_coef·agg(k)`` (docs/algorithms.md#kl-and-entropy).
 
     Args:
         pg_loss: scalar from :func:`~arlkit.algos.policy_loss`.

@@ -1,4 +1,5 @@
-"""Policy losses behind a registry: vanilla dual-clip PPO/GRPO, GSPO, CISPO, SAPO (SPEC §6.2, AA §2.2, App. A.2).
+"""Policy losses behind a registry: vanilla dual-clip PPO/GRPO, GSPO, CISPO, SAPO (AA §2.2, App. A.2;
+docs/algorithms.md#policy-losses).
 
 Every loss has the same signature, so a trainer calls ``policy_loss(name, ...)`` with no special cases:
 
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 SEQ_MASK_DELTA: Final = math.log(1.25)
-"""SPEC's default sequence-masking threshold δ = ln 1.25 ≈ 0.223 (AA's scripts use 3e-3)."""
+"""arlkit's default sequence-masking threshold δ = ln 1.25 ≈ 0.223 (AA's scripts use 3e-3)."""
 
 _LOG_RATIO_CLAMP: Final = 20.0
 _GSPO_LOG_RATIO_MAX: Final = 10.0
@@ -116,7 +117,7 @@ def policy_loss(
         advantages: ``(B, L)`` per-token advantages.
         response_mask: ``(B, L)`` 0/1 (or bool) mask of the tokens that enter the loss.
         loss_agg_mode: one of :data:`~arlkit.algos.LOSS_AGG_MODES`; ignored by losses that fix their
-            own (GSPO and SAPO always use ``seq-mean-token-mean``, SPEC §6.2).
+            own (GSPO and SAPO always use ``seq-mean-token-mean``, docs/algorithms.md#policy-losses).
         loss_scale_factor: ``L_max`` for ``seq-mean-token-sum-norm`` (default: padded length ``L``).
         config: an instance of the loss's config class (defaults when None).
         **hyperparameters: field overrides of that config, e.g. ``clip_ratio_high=0.28``.
@@ -182,7 +183,7 @@ class GSPOConfig:
     """GSPO (Zheng et al. 2025): one length-normalised ratio per sequence. No dual clip, no sequence masking."""
 
     clip_ratio_low: float = 3e-4
-    """ε_low on the sequence ratio (GSPO paper's value; SPEC gives none for GSPO)."""
+    """ε_low on the sequence ratio (GSPO paper's value; AA and RT give none)."""
     clip_ratio_high: float = 4e-4
     """ε_high on the sequence ratio (GSPO paper's value)."""
 
@@ -237,7 +238,7 @@ class SAPOConfig:
 def sequence_mask_rows(
     old_log_prob: Tensor, log_prob: Tensor, advantages: Tensor, response_mask: Tensor, delta: float
 ) -> Tensor:
-    """Rows removed by sequence masking (SPEC §6.2): ``(B, L) x4 -> (B,)`` bool.
+    """Rows removed by sequence masking (docs/algorithms.md#policy-losses; AA §4.1): ``(B, L) x4 -> (B,)`` bool.
 
     With ``A_i = mean_t M·A`` and ``D_i = mean_t M·(logπold − logπθ)`` (means over the row's valid
     tokens), row i is dropped when ``A_i < 0 and D_i > δ``: a negative-advantage row whose probability

@@ -1,4 +1,4 @@
-"""Presets: named, typed bundles of the four policy-optimisation choices (SPEC §6.7, AA Table 1).
+"""Presets: named, typed bundles of the four policy-optimisation choices (docs/algorithms.md#presets; AA Table 1).
 
 An :class:`AlgoConfig` holds everything a trainer has to choose: the advantage estimator and its config,
 the policy loss and its hyperparameters, the loss aggregation, the KL and entropy terms, dynamic
@@ -63,7 +63,7 @@ class AlgoConfig:
     entropy_coeff: float = 0.0
     """Weight of the entropy bonus ``−entropy_coeff·agg(H)``."""
     dynamic_filtering: bool = False
-    """Drop groups whose raw rewards are all equal and resample (SPEC §6.5)."""
+    """Drop groups whose raw rewards are all equal and resample (docs/algorithms.md#dynamic-filtering)."""
     filter_config: FilterConfig = field(default_factory=FilterConfig)
     """Settings of dynamic filtering (used only when it is on)."""
     needs_critic: bool = False
@@ -88,7 +88,7 @@ class AlgoConfig:
         fixed = loss.flags.get("agg_mode")
         if fixed and self.loss_agg_mode != fixed:
             raise ConfigError(
-                f"loss_agg_mode: policy_loss={self.policy_loss!r} always aggregates with {fixed!r} (SPEC §6.2); "
+                f"loss_agg_mode: policy_loss={self.policy_loss!r} always aggregates with {fixed!r} (docs/algorithms.md#policy-losses); "
                 f"got {self.loss_agg_mode!r}"
             )
         _choice("kl_penalty", self.kl_penalty, KL_KINDS)
@@ -237,7 +237,7 @@ PRESETS: Mapping[str, Preset] = {
         {"adv_estimator": "gigpo", "policy_loss": "gspo", "dynamic_filtering": True, "step_rows": True},
     ),
 }
-"""The built-in presets (SPEC §6.7)."""
+"""The built-in presets (docs/algorithms.md#presets)."""
 
 
 def list_presets() -> list[str]:

@@ -1,4 +1,4 @@
-"""Reward pieces a trainer composes (SPEC §6.6, RT App. A.4, AA §3).
+"""Reward pieces a trainer composes (docs/algorithms.md#rewards; RT App. A.4, AA §3.1).
 
 - the **episode reward**: success → ``success_reward`` (1; AA scales ALFWorld/WebShop to 10); a trajectory
   that exhausts its budget without success → 0; any other ending → the environment's partial reward

@@ -1,4 +1,4 @@
-"""Step-level diagnostics of multi-turn agents (SPEC §4, §5, §9; RT §3.3-§4; ARLArena App. F).
+"""Step-level diagnostics of multi-turn agents (docs/metrics.md; RT §3.3-§5.1; ARLArena App. F).
 
 - :mod:`~arlkit.analysis.states` — rebuilding a trajectory's intermediate states by replay;
 - :mod:`~arlkit.analysis.steps` — action quality at matched states;

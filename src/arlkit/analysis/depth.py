@@ -1,4 +1,4 @@
-"""RL − base action quality by normalised depth t / T (SPEC §4.3, RT §3.3 Figure 6).
+"""RL − base action quality by normalised depth t / T (docs/metrics.md#depth-profile; RT §3.3 Figure 6).
 
 States are grouped by ``t / T`` (t = turns completed before the state, T = the budget of the
 trajectory that reached it) into equal-width bins; per bin the mean of RL − base quality gets a

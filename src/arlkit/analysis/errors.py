@@ -1,4 +1,4 @@
-"""Error states and error recovery (SPEC §4.2, RT §3.3, App. B.5 and E.4).
+"""Error states and error recovery (docs/metrics.md#error-states; RT §3.3, App. B.5 and E.4).
 
 **Error states.** At a random intermediate state of a recorded trajectory one harmful action is
 injected (FrozenLake, Sokoban: a random action, kept only when it increased the shortest distance
@@ -301,7 +301,7 @@ def error_states_analysis(
     base_history: int | None = None,
     rl_history: int | None = None,
 ) -> ErrorsResult:
-    """Error states, action quality there, continuation success, and error correction (SPEC §4.2).
+    """Error states, action quality there, continuation success, and error correction (docs/metrics.md#error-states).
     Parts the environment cannot support are skipped with a note."""
     config = config or ErrorsConfig()
     notes: list[str] = []

@@ -1,4 +1,4 @@
-"""Likelihood analysis (SPEC §5, RT §4.1 and App. E.2).
+"""Likelihood analysis (docs/metrics.md#likelihood; RT §4.1 and App. E.2).
 
 Every turn of the base and the RL policy's trajectories is scored by teacher forcing
 (:class:`~arlkit.policies.ScoringPolicy`) with exactly the prompt the generating policy saw:
@@ -283,7 +283,7 @@ def likelihood_analysis(
     base_history: int | None = None,
     rl_history: int | None = None,
 ) -> LikelihoodResult:
-    """ActionNLL, cumulative LLR and the length-matched comparison (SPEC §5)."""
+    """ActionNLL, cumulative LLR and the length-matched comparison (docs/metrics.md#likelihood)."""
     config = config or LikelihoodConfig()
     for name, policy in (("base", base), ("rl", rl)):
         if not isinstance(policy, ScoringPolicy):

@@ -1,5 +1,5 @@
-"""Step-level process rewards — oracle Q and an LLM judge (SPEC §9, RT §5.1 and App. B.6) — and
-the judge's agreement with the oracle.
+"""Step-level process rewards — oracle Q and an LLM judge (RT §5.1, App. B.6, Table 3;
+docs/metrics.md#process-signals) — and the judge's agreement with the oracle.
 
 **For the trainer.** A process reward is any callable with the signature of
 :data:`ProcessReward`::
@@ -198,7 +198,7 @@ def parse_judge_reply(text: object) -> JudgeVerdict:
 
 @dataclass
 class LLMJudge:
-    """An LLM-judge process reward (SPEC §9): any policy backend answers the judge prompt.
+    """An LLM-judge process reward (RT Table 3): any policy backend answers the judge prompt.
 
     Attributes:
         policy: the judge model (``generate`` is called with judge chats; ``Request.env`` is

@@ -220,7 +220,7 @@ def equal_pool(
     *,
     min_remaining: int = 1,
 ) -> tuple[list[list[StatePoint]], list[str]]:
-    """A state pool with equal numbers of states from each group's trajectories (SPEC §4.1: this
+    """A state pool with equal numbers of states from each group's trajectories (docs/metrics.md#matched-states: this
     avoids favouring the states one policy tends to visit).
 
     Args:

@@ -1,4 +1,4 @@
-"""Step-level action quality at matched states (SPEC §4.1, RT §3.3 and App. B.4).
+"""Step-level action quality at matched states (docs/metrics.md#matched-states; RT §3.3 and App. B.4).
 
 A pool of intermediate states is drawn in equal numbers from the base and the RL policy's
 trajectories; each state keeps its history and remaining budget. At every state each policy
@@ -222,7 +222,7 @@ def matched_states(
     rl_history: int | None = None,
 ) -> StepsResult:
     """Compare the two policies' next actions at a pool of states drawn equally from both
-    policies' trajectories (SPEC §4.1). Raises :class:`MissingCapability` when the environment
+    policies' trajectories (docs/metrics.md#matched-states). Raises :class:`MissingCapability` when the environment
     cannot score actions."""
     config = config or StepsConfig()
     probe = make_env()

@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub.required = True
     steps_defaults, errors_defaults, lik_defaults = StepsConfig(), ErrorsConfig(), LikelihoodConfig()
 
-    p = sub.add_parser("steps", help="action quality at matched states (SPEC §4.1)")
+    p = sub.add_parser("steps", help="action quality at matched states (RT §3.3; docs/metrics.md)")
     p.add_argument("--base", required=True, help="base policy spec (samples the base actions)")
     p.add_argument("--rl", required=True, help="RL policy spec")
     p.add_argument("--states", type=int, default=steps_defaults.states, help="state pool size (half from each policy)")
@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_sampling_arguments(p)
     p.set_defaults(handler=_steps)
 
-    p = sub.add_parser("depth", help="RL − base quality by normalised depth t/T (SPEC §4.3)")
+    p = sub.add_parser("depth", help="RL − base quality by normalised depth t/T (RT §3.3; docs/metrics.md)")
     p.add_argument("--steps", default=None, metavar="DIR", help="reuse steps.csv of an earlier `analyze steps` (no policies needed)")
     p.add_argument("--base", default=None, help="base policy spec (when not using --steps)")
     p.add_argument("--rl", default=None, help="RL policy spec (when not using --steps)")
@@ -75,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_sampling_arguments(p)
     p.set_defaults(handler=_depth)
 
-    p = sub.add_parser("errors", help="error states, continuation success, error correction (SPEC §4.2)")
+    p = sub.add_parser("errors", help="error states, continuation success, error correction (RT App. B.5; docs/metrics.md)")
     p.add_argument("--base", required=True, help="base policy spec")
     p.add_argument("--rl", required=True, help="RL policy spec")
     p.add_argument("--states", type=int, default=errors_defaults.states, help="error states (half from each policy)")
@@ -88,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_sampling_arguments(p)
     p.set_defaults(handler=_errors)
 
-    p = sub.add_parser("likelihood", help="ActionNLL, cumulative LLR, length-matched pairs (SPEC §5)")
+    p = sub.add_parser("likelihood", help="ActionNLL, cumulative LLR, length-matched pairs (RT §4.1; docs/metrics.md)")
     p.add_argument("--base", required=True, metavar="MODEL", help="base scoring model: hf:PATH (a bare PATH means hf:PATH)")
     p.add_argument("--rl", required=True, metavar="MODEL", help="RL scoring model")
     p.add_argument("--max-trajectories", type=int, default=lik_defaults.max_trajectories, help="most trajectories scored per policy")
@@ -99,7 +99,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _bootstrap(p)
     p.set_defaults(handler=_likelihood)
 
-    p = sub.add_parser("judge", help="LLM judge vs oracle rank agreement (SPEC §9)")
+    p = sub.add_parser("judge", help="LLM judge vs oracle rank agreement (RT §5.1; docs/metrics.md)")
     p.add_argument("--judge", required=True, help="judge policy spec (any backend)")
     p.add_argument("--states", type=int, default=100, help="state pool size (equal from each policy of the runs)")
     p.add_argument("--history-turns", type=int, default=None, help="show the judge only the last N turns")

@@ -6,13 +6,14 @@ The environment protocol stays tiny; an analysis asks for what it needs through 
   turns. Also accepted: :class:`ActionScorer`, a remaining-independent ``quality(action)`` (the
   code environment's hidden-test pass rate of a program). Environments with an
   :class:`~arlkit.envs.Oracle` and a finite action set get ``Q*_h(s, a)`` with h the remaining turns
-  and gamma 0.95 (SPEC §4.1).
+  and gamma 0.95 (docs/metrics.md#step-quality).
 - :class:`ErrorInjector` — put the environment in an *error state* with one harmful action. Also
   accepted: :class:`MutationSource`, an ``error_mutation(rng, program=None)`` returning a mutant
   of the current program that passes fewer tests (the code environment's rule-based mutations);
   the mutant is submitted as the injected action, and only states that already have a program
-  qualify. Oracle environments with a finite action set get SPEC §4.2's construction: a random
-  action, kept only when it increased the shortest distance to success.
+  qualify. Oracle environments with a finite action set get RT App. B.5's construction
+  (docs/metrics.md#error-states): a random action, kept only when it increased the shortest
+  distance to success.
 - :class:`FailureDetector` — whether a step was a failed call (tool calling). Default: the step was
   invalid, or its observation carries a JSON error object (``{"error": ...}``, how the tools
   environment reports a call that ran and failed).
@@ -158,7 +159,7 @@ def action_quality(env: Env, action: str | None, remaining: int) -> float:
 
 
 def oracle_inject_error(env: Env, rng: np.random.Generator, remaining: int) -> InjectedError | None:
-    """SPEC §4.2 for oracle environments: execute one random admissible action; keep the result
+    """RT App. B.5's error injection for oracle environments: execute one random admissible action; keep the result
     when the shortest solution length grew (or the task became unsolvable) and the episode goes on,
     else restore the state and return ``None``."""
     if not (isinstance(env, Oracle) and isinstance(env, ActionSpace)):

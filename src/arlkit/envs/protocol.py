@@ -161,7 +161,7 @@ class ActionSpace(Protocol):
 
 @runtime_checkable
 class BudgetHeadroom(Protocol):
-    """Optional capability: the exact budget headroom of the current task (SPEC §2.5)."""
+    """Optional capability: the exact budget headroom of the current task (docs/metrics.md#budget-headroom)."""
 
     def headroom(self, budget: int) -> float:
         """Success probability within ``budget`` of the budget-aware optimum minus that of the

@@ -1,4 +1,4 @@
-"""Percentile bootstrap over tasks (SPEC §2.3): plain, paired, and clustered."""
+"""Percentile bootstrap over tasks (docs/metrics.md#bootstrap): plain, paired, and clustered."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unbiased pass@k (Chen et al. 2021) and Pass@(K,T) (SPEC §2.1-2.2)."""
+"""Unbiased pass@k (Chen et al. 2021) and Pass@(K,T) (docs/metrics.md#pass-at-k, #pass-at-kt; RT §2.2)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def successes_within(success_turns: Sequence[int | None], budget: int) -> int:
-    """``c(T)``: how many trajectories succeeded at turn ``<= budget`` (SPEC §2.2, hidden mode)."""
+    """``c(T)``: how many trajectories succeeded at turn ``<= budget`` (docs/metrics.md#pass-at-kt, hidden mode)."""
     return sum(1 for turn in success_turns if turn is not None and turn <= budget)
 
 

@@ -1,4 +1,4 @@
-"""Pass@(K,T) tables from trajectory records (SPEC §2.2-2.4)."""
+"""Pass@(K,T) tables from trajectory records (docs/metrics.md#pass-at-kt to #budget-headroom; RT §2.2, App. B.3)."""
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ def analyze_steps(
     budget: int | None = None,
     sampling: SamplingConfig | None = None,
 ) -> StepsResult:
-    """Matched-state action quality (SPEC §4.1); ``run_dirs`` = ``[BASE_RUN, RL_RUN]`` or one run
+    """Matched-state action quality (docs/metrics.md#matched-states); ``run_dirs`` = ``[BASE_RUN, RL_RUN]`` or one run
     holding both policies."""
     base_policy, base_name = _policy(base, sampling)
     rl_policy, rl_name = _policy(rl, sampling)
@@ -130,7 +130,7 @@ def analyze_depth(
     budget: int | None = None,
     sampling: SamplingConfig | None = None,
 ) -> list[DepthBin]:
-    """RL − base quality by depth (SPEC §4.3), from an earlier ``steps.csv`` (``steps_dir``) or by
+    """RL − base quality by depth (docs/metrics.md#depth-profile), from an earlier ``steps.csv`` (``steps_dir``) or by
     running the matched-state analysis on ``run_dirs`` with ``base`` and ``rl``."""
     config = config or StepsConfig()
     if steps_dir is not None:
@@ -175,7 +175,7 @@ def analyze_errors(
     budget: int | None = None,
     sampling: SamplingConfig | None = None,
 ) -> ErrorsResult:
-    """Error states, continuation success and error correction (SPEC §4.2)."""
+    """Error states, continuation success and error correction (docs/metrics.md#error-states; RT App. B.5)."""
     base_policy, base_name = _policy(base, sampling)
     rl_policy, rl_name = _policy(rl, sampling)
     pair = paired_runs(run_dirs, base_spec=base_name, rl_spec=rl_name, base_label=base_label, rl_label=rl_label, budget=budget)
@@ -212,7 +212,7 @@ def analyze_likelihood(
     rl_label: str | None = None,
     budget: int | None = None,
 ) -> LikelihoodResult:
-    """ActionNLL, cumulative LLR and the length-matched comparison (SPEC §5). ``base`` and ``rl``
+    """ActionNLL, cumulative LLR and the length-matched comparison (docs/metrics.md#likelihood). ``base`` and ``rl``
     are scoring policies (a bare path means ``hf:PATH``)."""
     base_policy, base_name = _scorer(base, None)
     rl_policy, rl_name = _scorer(rl, None)

@@ -1,4 +1,4 @@
-"""``arlkit train``: multi-turn RL with any preset, read top to bottom (SPEC §6, RT App. A, AA §3-5).
+"""``arlkit train``: multi-turn RL with any preset, read top to bottom (docs/algorithms.md; RT App. A, AA §3-5).
 
 One step:
 
@@ -6,7 +6,7 @@ One step:
    budget, or a BudgetMix candidate drawn uniformly) and ``group_size`` trajectories run by the current
    policy through the rollout engine (announced budgets, BudgetMix groups of different budgets in one
    batch). With dynamic filtering, groups whose rewards are all equal are dropped and replaced.
-2. **Rewards** (SPEC §6.6): invalid-step penalties, outcome reward (0 on exhausted budgets).
+2. **Rewards** (docs/algorithms.md#rewards): invalid-step penalties, outcome reward (0 on exhausted budgets).
 3. **Rows** in the preset's layout (step rows or trajectory rows, :mod:`arlkit.train.batch`), split into
    ``mini_batches`` parts by trajectory. Old log-probs are taken now, with the weights that sampled
    (and, per part, the very computation the first update repeats, so on-policy ratios are exactly 1);

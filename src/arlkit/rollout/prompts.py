@@ -1,4 +1,4 @@
-"""The budget-aware prompt (SPEC §3, after RT Table 2) and the chat history shown to the model.
+"""The budget-aware prompt (RT App. A.3 and Table 2; docs/concepts.md, "Prompts") and the chat history shown to the model.
 
 The system prompt is rebuilt before every action with the turn counters. In ``announced`` mode it
 states the total, completed and remaining turns; in ``hidden`` mode every budget statement is left

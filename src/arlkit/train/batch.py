@@ -1,4 +1,4 @@
-"""From finished trajectories to training rows and ``(B, L)`` tensors, in both layouts (SPEC §6).
+"""From finished trajectories to training rows and ``(B, L)`` tensors, in both layouts (docs/algorithms.md#conventions).
 
 - **Step rows** (ARLArena's layout, ``AlgoConfig.step_rows``): one row per environment step, holding
   exactly the prompt the model was shown at that step (system prompt with that turn's counters, the
@@ -14,7 +14,7 @@
 ``(B, L)`` tensors are compact: column j of a row is its j-th target (reply) token, so ``L`` is the
 longest row's number of reply tokens and observation tokens never take a column.
 
-Rewards (SPEC §6.6, :mod:`arlkit.algos.rewards`): a step is invalid when no action was executed or
+Rewards (docs/algorithms.md#rewards; :mod:`arlkit.algos.rewards`): a step is invalid when no action was executed or
 admitted, or, under the strict format, when the reply is not exactly ``<think>…</think><action>…</action>``;
 each invalid step costs the penalty; the outcome reward is the success reward, 0 when the budget was
 exhausted without success (RT App. A.4), else 0; the trajectory score is the sum of step rewards.
@@ -98,7 +98,7 @@ class RecordingPolicy:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The rewards of one trajectory (SPEC §6.6).
+    """The rewards of one trajectory (docs/algorithms.md#rewards).
 
     Attributes:
         invalid: one flag per turn.

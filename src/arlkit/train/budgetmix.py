@@ -1,4 +1,4 @@
-"""BudgetMix (SPEC §6.8, RT §5.2 and App. A.4): train under budgets drawn per group.
+"""BudgetMix (docs/algorithms.md#budgetmix; RT §5.2 and App. A.4): train under budgets drawn per group.
 
 - Candidates: ``T_i = ceil(i·T_max/10)`` for i = 1..10, computed in integers as ``(i*T_max + 9) // 10``
   (the float form ``ceil(i*0.1*T_max)`` gives 4 instead of 3 for T_max = 10, i = 3), duplicates removed.

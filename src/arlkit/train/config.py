@@ -97,7 +97,7 @@ class LoRAConfig:
 
 @dataclass(frozen=True)
 class DynamicsConfig:
-    """R_single (SPEC §4.4): mean oracle step quality on a fixed, saved pool of states."""
+    """R_single (docs/metrics.md#training-dynamics): mean oracle step quality on a fixed, saved pool of states."""
 
     states: int = 512
     """Size of the state pool (0 disables R_single)."""
@@ -153,7 +153,7 @@ class TrainConfig:
     ``clip_ratio_high``, ...)."""
     budget: str = "full"
     """Budget distribution: ``full`` (every group at T_max), ``budgetmix`` (one candidate per group,
-    SPEC §6.8), or a whole number of turns for every group."""
+    docs/algorithms.md#budgetmix), or a whole number of turns for every group."""
     budget_mode: Literal["announced", "hidden"] = "announced"
     """Whether prompts state the budget and turn counters (BudgetMix needs ``announced``)."""
     history: int | None = None
@@ -179,7 +179,7 @@ class TrainConfig:
     sampling: SamplingConfig = field(default_factory=lambda: SamplingConfig(temperature=1.0, max_new_tokens=32))
     """Rollout sampling (AA: temperature 1.0, top-p 1.0). Log-probs are of softmax(logits / temperature)."""
     reward: RewardConfig = field(default_factory=RewardConfig)
-    """Success reward, invalid-action penalty, strict format (SPEC §6.6)."""
+    """Success reward, invalid-action penalty, strict format (docs/algorithms.md#rewards)."""
     lora: LoRAConfig = field(default_factory=LoRAConfig)
     """Optional LoRA adapters."""
     validation: ValidationConfig = field(default_factory=ValidationConfig)

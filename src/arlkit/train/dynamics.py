@@ -1,4 +1,4 @@
-"""Training dynamics (SPEC §4.4, RT Fig. 8): R_multi and R_single.
+"""Training dynamics (docs/metrics.md#training-dynamics; RT §4.2, Fig. 8): R_multi and R_single.
 
 - **R_multi**: mean trajectory reward (and success rate) on held-out tasks at the full budget.
 - **R_single**: mean oracle step quality over a **fixed** pool of states. The pool is built once, from
@@ -67,7 +67,7 @@ def r_multi(
     seed: int,
     max_active: int = 256,
 ) -> dict[str, float]:
-    """``val/reward`` (mean trajectory score, SPEC §6.6) and ``val/success`` on ``tasks`` at ``budget``."""
+    """``val/reward`` (mean trajectory score, docs/algorithms.md#rewards) and ``val/success`` on ``tasks`` at ``budget``."""
     jobs = make_jobs(tasks, samples, budget, derive_seed(seed, "validation"))
     trajectories = run_rollouts(make_env, jobs, policy, prompt, max_active=max_active)
     scores = [score_trajectory(t, reward).score for t in trajectories]

@@ -295,9 +295,10 @@ def _collect(
 
 
 class Critic(nn.Module):
-    """PPO's value model: a copy of the policy's transformer with a scalar head (SPEC §6.4, §6.9:
-    initialised from the base model, its own optimizer). ``values(rows)`` gives V at each target's
-    predecessor position, i.e. the state in which the token was chosen."""
+    """PPO's value model: a copy of the policy's transformer with a scalar head (RT App. A.2;
+    docs/algorithms.md#ppo-critic-and-recipe: initialised from the base model, its own optimizer).
+    ``values(rows)`` gives V at each target's predecessor position, i.e. the state in which the token
+    was chosen."""
 
     def __init__(self, policy_model: nn.Module) -> None:
         super().__init__()

@@ -1,4 +1,4 @@
-"""DeepCoder-MT: multi-turn code repair with unit-test feedback (SPEC §7.4; T_max 10).
+"""DeepCoder-MT: multi-turn code repair with unit-test feedback (RT App. A.1; T_max 10).
 
 Each action is a complete Python program: the last fenced code block of the reply, inside the
 action tags or not. One sandbox launch runs it against every public and hidden test (see
@@ -7,7 +7,7 @@ expected, actual, error; each cut to ~300 characters) or a success message. Succ
 episode over) = every hidden test passes. Step quality = the hidden-test pass rate,
 :meth:`CodeEnv.pass_rate`.
 
-Oracle: one turn suffices (SPEC §2.4), so ``shortest_solution_length`` is 1 and
+Oracle (docs/algorithms.md#oracles): one turn suffices (RT App. B.3), so ``shortest_solution_length`` is 1 and
 ``success_probability(remaining)`` is 1 for ``remaining >= 1`` (0 once nothing is left).
 ``action_values`` gives the exact Q* (gamma 0.95) of the *known* candidate programs, the reference
 solution and the current program: 1 for a program that passes every hidden test; gamma when it
@@ -198,14 +198,14 @@ class CodeEnv:
         return evaluation
 
     def pass_rate(self, program: str) -> float:
-        """Step quality of ``program``: the fraction of hidden tests it passes (SPEC §4.1)."""
+        """Step quality of ``program``: the fraction of hidden tests it passes (docs/metrics.md#step-quality)."""
         return self.evaluate(program).pass_rate
 
     quality = pass_rate
 
     def error_mutation(self, rng: random.Random, program: str | None = None, max_tries: int = 12) -> Mutation | None:
         """A rule-based mutant of ``program`` (default: the current program, else the reference)
-        that passes fewer hidden tests than the program itself (SPEC §4.2); ``None`` when
+        that passes fewer hidden tests than the program itself (docs/metrics.md#error-states); ``None`` when
         ``max_tries`` random mutants all fail to lower the pass rate."""
         base = program if program is not None else (self._program or self._require_problem().reference)
         if base is None:

@@ -72,7 +72,7 @@ class Evaluation:
 
     @property
     def pass_rate(self) -> float:
-        """Fraction of hidden tests passed: the step quality of the program (SPEC §4.1)."""
+        """Fraction of hidden tests passed: the step quality of the program (docs/metrics.md#step-quality)."""
         return sum(r.passed for r in self.hidden) / len(self.hidden) if self.hidden else 0.0
 
     @property

@@ -1,4 +1,4 @@
-"""Rule-based program mutations for the error-state analysis (SPEC §4.2).
+"""Rule-based program mutations for the error-state analysis (docs/metrics.md#error-states; RT App. B.5).
 
 Four single-site rules over the Python AST:
 

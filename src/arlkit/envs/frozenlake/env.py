@@ -240,7 +240,7 @@ class FrozenLakeEnv:
         return self.model.success_probability(self._pos, remaining)
 
     def headroom(self, budget: int) -> float:
-        """Budget headroom of the current task at ``budget`` (SPEC §2.5): the budget-aware optimum's
+        """Budget headroom of the current task at ``budget`` (docs/metrics.md#budget-headroom): the budget-aware optimum's
         success probability from the start minus that of the policy optimal for T_max."""
         return self.model.headroom(budget, self.t_max)
 

@@ -6,7 +6,7 @@ grid leaves the position unchanged; reaching ``G`` gives reward 1 and ends the e
 a hole ends it with reward 0. On slippery ice the intended direction is taken with probability
 ``success_rate`` and each perpendicular direction with ``(1 - success_rate) / 2``.
 
-Oracle (docs/algorithms.md, "Oracles"): with the transition table P, ``V_0 = 0``,
+Oracle (docs/algorithms.md#oracles): with the transition table P, ``V_0 = 0``,
 ``Q_h(s, a) = sum_s' P(s'|s, a) * (r(s') + gamma * (1 - terminal(s')) * V_{h-1}(s'))`` and
 ``V_h = max_a Q_h``, gamma = 0.95, computed for every state, action and horizon at once. With
 gamma = 1 the same recursion gives the best probability of success within h turns.
@@ -181,7 +181,7 @@ class LakeModel:
         return value
 
     def headroom(self, budget: int, t_max: int, criterion: str = "discounted") -> float:
-        """Budget headroom at ``budget`` from the start cell (SPEC §2.5): the success probability
+        """Budget headroom at ``budget`` from the start cell (docs/metrics.md#budget-headroom): the success probability
         within T of an oracle that plans for the announced budget T minus that of the same oracle
         planning for the full budget T_max (what full-budget training converges to).
 

@@ -1,4 +1,4 @@
-"""FrozenLake task sets where the turn budget matters (SPEC §2.5).
+"""FrozenLake task sets where the turn budget matters (docs/metrics.md#budget-headroom).
 
 On standard random maps the budget-aware optimum beats the full-budget optimum by only about 2
 points at 25% of T_max, too little for any evaluation to resolve. This module builds maps whose

@@ -3,14 +3,14 @@
 Rules (as in gym-sokoban): the player moves up, down, left or right; walking into a box pushes it
 one cell when the cell behind it is free; a push into a wall or into another box leaves everything
 where it is (the action is still valid). The episode ends, with reward 1, when every box is on a
-target (SPEC §6.6, §7.2).
+target (AA App. C.3).
 
-Rooms (SPEC §7.2): a random walk carves the floor inside the outer walls, targets and the player
+Rooms (gym-sokoban's generator): a random walk carves the floor inside the outer walls, targets and the player
 are placed at random, and *reverse play* from the solved position (the player walks and pulls
 boxes off the targets) yields the start: the reachable state farthest from solved. Every room is
 therefore solvable by construction.
 
-Oracle (SPEC §4.1): a backward breadth-first search from every solved (player, boxes) state of a
+Oracle (docs/algorithms.md#oracles): a backward breadth-first search from every solved (player, boxes) state of a
 layout gives the exact distance ``d(s)`` to solved of every solvable state; it is cached per layout.
 With gamma = 0.95 and ``h`` turns left, ``V_h(s) = gamma**(d(s) - 1)`` when ``1 <= d(s) <= h``,
 else 0, and ``Q_h(s, a) = 1`` when ``a`` solves, else ``gamma * V_{h-1}(s')``.
@@ -323,7 +323,7 @@ def _reverse_play(layout: Layout, start: State, max_states: int) -> list[State]:
 
 
 def generate_room(config: SokobanConfig, rng: random.Random) -> Room:
-    """A random solvable room (SPEC §7.2): carve, place targets and player, reverse-play, and start
+    """A random solvable room (docs/algorithms.md#oracles): carve, place targets and player, reverse-play, and start
     from the reached state farthest from solved within the configured solution-length range."""
     dim, n_boxes = config.dim_room, config.num_boxes
     steps = config.num_gen_steps if config.num_gen_steps is not None else int(1.7 * 2 * dim)

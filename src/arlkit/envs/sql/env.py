@@ -1,4 +1,4 @@
-"""InterCode-SQL on SQLite (SPEC §7.3; T_max 10).
+"""InterCode-SQL on SQLite (docs/environments_sql_tools.md; RT App. A.1; T_max 10).
 
 Episode semantics:
 
@@ -11,11 +11,11 @@ Episode semantics:
   ``max_sql_chars``, is an **invalid** action: the observation says why and the state is unchanged.
 - ``submit`` ends the episode and scores the result of the last query; ``submit <SQL>`` runs one
   more query and submits its result in the same turn. So one turn always suffices (the structural
-  bound of SPEC §2.4 is 100% for every T >= 1) and the oracle's single action is
+  bound of docs/metrics.md#upper-bound, is 100% for every T >= 1) and the oracle's single action is
   ``submit <gold query>``. The step that submits carries the reward
   (:func:`~arlkit.envs.sql.reward.sql_reward`: multiset IoU times Kendall tau when the gold query
   sorts its result); success means reward 1. An episode that runs out of budget without a
-  submission scores 0 (SPEC §6.6), as does submitting an error or nothing.
+  submission scores 0 (docs/algorithms.md#rewards), as does submitting an error or nothing.
 - Scoring uses the rows actually fetched: a result cut at ``max_rows`` is scored on its first
   ``max_rows`` rows (every shipped gold result is smaller).
 """

@@ -1,4 +1,5 @@
-"""The InterCode-SQL reward (SPEC §7.3): row-multiset IoU times Kendall tau of the row order.
+"""The InterCode-SQL reward: row-multiset IoU times Kendall tau of the row order
+(docs/environments_sql_tools.md, "The reward, exactly").
 
 Definitions used by arlkit (written out because InterCode's code leaves them implicit):
 

@@ -1,5 +1,5 @@
 """BFCL-v3-style multi-turn tool calling: stateful API classes, ``ast``-based call parsing,
-per-turn state/response/irrelevance checks and the ``tools`` environment (SPEC §7.5).
+per-turn state/response/irrelevance checks and the ``tools`` environment (docs/environments_sql_tools.md).
 
 Importing this package registers the ``tools`` environment.
 """

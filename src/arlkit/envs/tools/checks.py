@@ -1,4 +1,4 @@
-"""Binding, executing and checking tool calls (SPEC §7.5).
+"""Binding, executing and checking tool calls (docs/environments_sql_tools.md, "Checks per user turn").
 
 Per user turn with a non-empty ground truth, the ground-truth calls and the model's calls run on
 separate instances that started from the same state; the turn passes when

@@ -92,7 +92,7 @@ class ToolEntry:
 
     @property
     def n_calls(self) -> int:
-        """Ground-truth calls over all turns (the structural bound of SPEC §2.4)."""
+        """Ground-truth calls over all turns (the structural bound of RT App. B.3)."""
         return sum(len(t) for t in self.ground_truth)
 
     def min_turns(self, max_calls_per_action: int = 1) -> int:

@@ -1,4 +1,4 @@
-"""BFCL-v3-style multi-turn tool calling (SPEC §7.5; T_max 24).
+"""BFCL-v3-style multi-turn tool calling (docs/environments_sql_tools.md; RT App. A.1; T_max 24).
 
 Episode semantics:
 
@@ -16,7 +16,7 @@ Episode semantics:
   (a missing file) is valid; its result is the error.
 - With one call per action, the ground-truth path of an entry needs ``sum over turns of
   max(1, calls)`` actions (``finish_turn()`` rides on each turn's last call; a turn with no calls
-  needs one ``finish_turn()``): at least the number of ground-truth calls, SPEC §2.4's bound.
+  needs one ``finish_turn()``): at least the number of ground-truth calls, RT App. B.3's bound.
 """
 
 from __future__ import annotations
