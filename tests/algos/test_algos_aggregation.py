@@ -24,11 +24,11 @@ def test_agg_modes_hand_computed() -> None:
     assert agg_loss(L, M, "token-sum").item() == pytest.approx(7.0, abs=1e-12)
     # row means 1.5 and 4; the empty row is not a sequence: (1.5 + 4) / 2
     assert agg_loss(L, M, "seq-mean-token-mean").item() == pytest.approx(2.75, abs=1e-12)
-    # row sums 3, 4, 0 averaged over all B = 3 rows (docs/algorithms.md#loss-aggregation)
-    assert agg_loss(L, M, "seq-mean-token-sum").item() == pytest.approx(7 / 3, abs=1e-12)
-    # total / L_max: padded length 3, or the configured constant 10
-    assert agg_loss(L, M, "seq-mean-token-sum-norm").item() == pytest.approx(7 / 3, abs=1e-12)
-    assert agg_loss(L, M, "seq-mean-token-sum-norm", loss_scale_factor=10).item() == pytest.approx(0.7, abs=1e-12)
+    # row sums 3 and 4 averaged over the 2 non-empty rows, as verl 0.9.1 (docs/algorithms.md#loss-aggregation)
+    assert agg_loss(L, M, "seq-mean-token-sum").item() == pytest.approx(3.5, abs=1e-12)
+    # that mean / L_max: padded length 3, or the configured constant 10
+    assert agg_loss(L, M, "seq-mean-token-sum-norm").item() == pytest.approx(3.5 / 3, abs=1e-12)
+    assert agg_loss(L, M, "seq-mean-token-sum-norm", loss_scale_factor=10).item() == pytest.approx(0.35, abs=1e-12)
 
 
 def test_agg_ignores_inf_and_nan_under_the_mask() -> None:
@@ -64,9 +64,11 @@ def _agg_reference(L: list[list[float]], M: list[list[int]], mode: str, scale: f
     if mode == "seq-mean-token-mean":
         means = [sum(r) / len(r) for r in rows if r]
         return sum(means) / len(means) if means else 0.0
+    sums = [sum(r) for r in rows if r]
+    seq_mean = sum(sums) / len(sums) if sums else 0.0
     if mode == "seq-mean-token-sum":
-        return sum(sum(r) for r in rows) / len(rows)
-    return sum(flat) / (scale if scale is not None else len(L[0]))
+        return seq_mean
+    return seq_mean / (scale if scale is not None else len(L[0]))
 
 
 @PROPS
@@ -95,7 +97,7 @@ def test_agg_modes_agree_on_uniform_length_rows(b: int, l: int, n: int, seed: in
     torch.testing.assert_close(agg_loss(L, M, "seq-mean-token-mean"), token_mean)
     torch.testing.assert_close(agg_loss(L, M, "seq-mean-token-sum"), n * token_mean)
     torch.testing.assert_close(agg_loss(L, M, "token-sum"), b * n * token_mean)
-    torch.testing.assert_close(agg_loss(L, M, "seq-mean-token-sum-norm"), b * n / l * token_mean)
+    torch.testing.assert_close(agg_loss(L, M, "seq-mean-token-sum-norm"), n / l * token_mean)
 
 
 def test_masked_whiten_hand_computed() -> None:

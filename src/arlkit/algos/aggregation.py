@@ -83,9 +83,12 @@ def agg_loss(
     - ``token-mean``: ``Σ_it L·M / Σ_it M``
     - ``token-sum``: ``Σ_it L·M``
     - ``seq-mean-token-mean``: mean over rows with ``n_i > 0`` of ``Σ_t L·M / n_i``
-    - ``seq-mean-token-sum``: mean over all ``B`` rows of ``Σ_t L·M``
-    - ``seq-mean-token-sum-norm``: ``Σ_it L·M / L_max`` with ``L_max = loss_scale_factor`` when given,
-      else the padded length ``L`` (Dr.GRPO's constant normaliser)
+    - ``seq-mean-token-sum``: mean over rows with ``n_i > 0`` of ``Σ_t L·M``
+    - ``seq-mean-token-sum-norm``: ``seq-mean-token-sum / L_max`` with ``L_max = loss_scale_factor``
+      when given, else the padded length ``L`` (Dr.GRPO's constant normaliser)
+
+    As verl 0.9.1's ``agg_loss`` on one data-parallel rank: the ``seq-mean`` modes average over the
+    rows holding at least one valid token (a row emptied by sequence masking is not a sequence).
 
     Every mode returns 0 (not NaN) for an all-masked batch.
     """
@@ -98,17 +101,19 @@ def agg_loss(
         return masked_mean(loss_mat, loss_mask)
     if loss_agg_mode == "token-sum":
         return masked_sum(loss_mat, loss_mask)
+    if loss_agg_mode not in LOSS_AGG_MODES:
+        raise ConfigError(f"loss_agg_mode: {loss_agg_mode!r} is not one of {', '.join(LOSS_AGG_MODES)}")
     row_sums = masked_sum(loss_mat, loss_mask, dim=-1)
+    counts = loss_mask.to(loss_mat.dtype).sum(dim=-1)
+    nonempty = counts > 0
+    sequences = nonempty.to(loss_mat.dtype).sum().clamp(min=1.0)
     if loss_agg_mode == "seq-mean-token-mean":
-        counts = loss_mask.to(loss_mat.dtype).sum(dim=-1)
-        nonempty = counts > 0
-        row_means = row_sums / counts.clamp(min=1.0)
-        return masked_sum(row_means, nonempty) / nonempty.to(loss_mat.dtype).sum().clamp(min=1.0)
+        return masked_sum(row_sums / counts.clamp(min=1.0), nonempty) / sequences
+    seq_mean = masked_sum(row_sums, nonempty) / sequences
     if loss_agg_mode == "seq-mean-token-sum":
-        return row_sums.sum() / max(loss_mat.shape[0], 1)
-    if loss_agg_mode == "seq-mean-token-sum-norm":
-        norm = float(loss_scale_factor) if loss_scale_factor is not None else float(max(loss_mat.shape[-1], 1))
-        if norm <= 0:
-            raise ValueError(f"agg_loss: loss_scale_factor must be > 0, got {norm}")
-        return row_sums.sum() / norm
+        return seq_mean
+    norm = float(loss_scale_factor) if loss_scale_factor is not None else float(max(loss_mat.shape[-1], 1))
+    if norm <= 0:
+        raise ValueError(f"agg_loss: loss_scale_factor must be > 0, got {norm}")
+    return seq_mean / norm
     raise ConfigError(f"loss_agg_mode: {loss_agg_mode!r} is not one of {', '.join(LOSS_AGG_MODES)}")
