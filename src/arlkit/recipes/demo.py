@@ -31,6 +31,9 @@ from typing import Any
 import numpy as np
 
 from arlkit.config import ConfigError
+from arlkit.report.figures import fig_dynamics, fig_passkt
+from arlkit.report.outputs import save_figure
+from arlkit.rundir import atomic_path, atomic_write_text
 
 __all__ = ["DEMO_ENV", "DemoPlan", "DemoResult", "demo_plan", "run_demo"]
 
@@ -369,15 +372,14 @@ def _write_outputs(out: Path, plan: DemoPlan, policies: dict[str, Path], runs: d
             h.append(env.headroom(T))
             p.append(env.success_probability(T))
         headroom[T], bound[T] = float(np.mean(h)), float(np.mean(p))
-    with open(out / "table.csv", "w", newline="", encoding="utf-8") as handle:
+    with atomic_path(out / "table.csv") as tmp, open(tmp, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=["budget", "T", "k", "method", "pass", "ci_low", "ci_high"])
         writer.writeheader()
         for row in rows:
             writer.writerow({**row, **{k: f"{row[k]:.6f}" for k in ("pass", "ci_low", "ci_high")}})
-    _plot_pass(out / "passkt.png", rows, budgets_T, ks, bound)
-    dynamics = _plot_dynamics(out / "training_dynamics.png", runs)
-    (out / "summary.md").write_text(_summary(plan, rows, budgets_T, ks, headroom, bound, dynamics, seconds, runs),
-                                    encoding="utf-8")
+    _plot_pass(out / "passkt.png", rows, bound)
+    dynamics = _dynamics(out / "training_dynamics.png", runs)
+    atomic_write_text(out / "summary.md", _summary(plan, rows, budgets_T, ks, headroom, bound, dynamics, seconds, runs))
     return rows
 
 
@@ -456,81 +458,33 @@ def _summary(plan: DemoPlan, rows: list[dict[str, Any]], budgets_T: list[int], k
     return "\n".join(lines)
 
 
-def _plot_pass(path: Path, rows: list[dict[str, Any]], budgets_T: list[int], ks: list[int],
-               bound: dict[int, float]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cell = {(r["method"], r["T"], r["k"]): r for r in rows}
-    colours = {"Base": "tab:gray", "Full": "tab:blue", "BudgetMix": "tab:orange"}
-    show_k = sorted({ks[0], ks[-1]})
-    columns = max(len(budgets_T), 2)
-    fig = plt.figure(figsize=(4 * columns, 7.4))
-    grid = fig.add_gridspec(2, 2 * columns)
-    top = [fig.add_subplot(grid[0, i * columns : (i + 1) * columns]) for i in range(len(show_k))]
-    bottom = [fig.add_subplot(grid[1, 2 * i : 2 * i + 2]) for i in range(len(budgets_T))]
-    for ax, k in zip(top, show_k, strict=True):
-        for method in METHODS:
-            ys = [cell[(method, T, k)] for T in budgets_T]
-            ax.plot(budgets_T, [y["pass"] for y in ys], marker="o", color=colours[method], label=method)
-            ax.fill_between(budgets_T, [y["ci_low"] for y in ys], [y["ci_high"] for y in ys], color=colours[method],
-                            alpha=0.15)
-        if k == 1:
-            ax.plot(budgets_T, [bound[T] for T in budgets_T], linestyle="--", color="black", alpha=0.5, label="optimum")
-        ax.set(title=f"Pass@T (K={k})", xlabel="budget T (turns)", ylabel=f"Pass@{k}", ylim=(-0.02, 1.02))
-        ax.legend(fontsize=7)
-    for ax, T in zip(bottom, budgets_T, strict=True):
-        for method in METHODS:
-            ax.plot(ks, [cell[(method, T, k)]["pass"] for k in ks], marker="o", color=colours[method], label=method)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ks, [str(k) for k in ks])
-        ax.set(title=f"Pass@K at T={T}", xlabel="samples K", ylim=(-0.02, 1.02))
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+_COLOURS = {"Base": "tab:gray", "Full": "tab:blue", "BudgetMix": "tab:orange"}
 
 
-def _plot_dynamics(path: Path, runs: dict[str, Path]) -> dict[str, dict[str, float]]:
-    import matplotlib
+def _plot_pass(path: Path, rows: list[dict[str, Any]], bound: dict[int, float]) -> None:
+    """``passkt.png``: the three methods' Pass@(K,T) with the optimum at K = 1."""
+    curves = [{"policy": r["method"], **r, "upper_bound": bound[r["T"]] if r["k"] == 1 else None}
+              for r in rows if r["method"] in METHODS]  # fmt: skip
+    save_figure(fig_passkt(curves, title="Base, Full and BudgetMix on held-out maps", colors=_COLOURS), path)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def _dynamics(path: Path, runs: dict[str, Path]) -> dict[str, dict[str, float]]:
+    """``training_dynamics.png`` (R_multi, R_single and training success per RL run) and each run's
+    first and last value of each."""
     from arlkit.train import read_metrics
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    metrics = {method: read_metrics(run / "metrics.jsonl") for method, run in runs.items()}
+    panels = [("val/reward", "R_multi: held-out reward (T_max)"), ("val/r_single", "R_single: oracle step quality (fixed pool)"),
+              ("reward/success", "training success (own budgets)")]  # fmt: skip
+    save_figure(fig_dynamics(metrics, panels, colors=_COLOURS), path)
     summary: dict[str, dict[str, float]] = {}
-    colours = {"Full": "tab:blue", "BudgetMix": "tab:orange"}
-    for method, run in runs.items():
-        metrics = read_metrics(run / "metrics.jsonl")
-        val = [m for m in metrics if "val/reward" in m]
-        train = [m for m in metrics if "reward/success" in m]
+    for method, records in metrics.items():
         d: dict[str, float] = {}
-        if val:
-            axes[0].plot([m["step"] for m in val], [m["val/reward"] for m in val], marker="o", color=colours[method],
-                         label=method)
-            d["r_multi_0"], d["r_multi_1"] = val[0]["val/reward"], val[-1]["val/reward"]
-            single = [m for m in val if "val/r_single" in m]
-            if single:
-                axes[1].plot([m["step"] for m in single], [m["val/r_single"] for m in single], marker="o",
-                             color=colours[method], label=method)
-                d["r_single_0"], d["r_single_1"] = single[0]["val/r_single"], single[-1]["val/r_single"]
-        if train:
-            axes[2].plot([m["step"] for m in train], [m["reward/success"] for m in train], color=colours[method],
-                         label=method, alpha=0.8)
-            d["succ_0"], d["succ_1"] = train[0]["reward/success"], train[-1]["reward/success"]
+        for key, name in (("val/reward", "r_multi"), ("val/r_single", "r_single"), ("reward/success", "succ")):
+            seen = [m[key] for m in records if key in m]
+            if seen:
+                d[f"{name}_0"], d[f"{name}_1"] = seen[0], seen[-1]
         summary[method] = d
-    axes[0].set(title="R_multi: held-out reward (T_max)", xlabel="step")
-    axes[1].set(title="R_single: oracle step quality (fixed pool)", xlabel="step")
-    axes[2].set(title="training success (own budgets)", xlabel="step")
-    for ax in axes:
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
     return summary
 
 

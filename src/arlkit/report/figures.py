@@ -261,45 +261,55 @@ def fig_sankey(layout: Any, *, title: str) -> Any:
     return fig
 
 
-def fig_passkt(rows: Sequence[Mapping[str, Any]], *, title: str) -> Any:
-    """Pass@T (K = 1 and the largest K; upper bound dashed) and Pass@K (largest T) for every policy.
+def fig_passkt(rows: Sequence[Mapping[str, Any]], *, title: str, colors: Mapping[str, str] | None = None) -> Any:
+    """The one Pass@(K,T) figure (an eval's ``passkt.png``, the demo's, the HTML report's).
 
-    ``rows``: ``passkt.csv`` lines as dicts (policy, T, k, pass, ci_low, ci_high, upper_bound).
+    Top: Pass@T at K = the smallest and the largest k, one line per policy with its 95% CI band and
+    the upper bound dashed where known. Bottom: Pass@K at each budget T, one line per policy.
+    ``rows``: dicts with ``policy``, ``T``, ``k``, ``pass``, ``ci_low``, ``ci_high`` and optionally
+    ``upper_bound`` (strings as read from ``passkt.csv`` are accepted); ``colors`` maps policies to
+    colours (tab10 otherwise).
     """
     plt = _plt()
     policies = list(dict.fromkeys(str(r["policy"]) for r in rows))
     ks = sorted({int(r["k"]) for r in rows})
     budgets = sorted({int(r["T"]) for r in rows})
-    fig, (ax_t, ax_k) = plt.subplots(1, 2, figsize=(11, 4.2))
-    cmap = plt.get_cmap("tab10")
     cell = {(str(r["policy"]), int(r["T"]), int(r["k"])): r for r in rows}
-    for p, policy in enumerate(policies):
-        color = cmap(p % 10)
-        for k, style in ((ks[0], ":"), (ks[-1], "-")):
+    cmap = plt.get_cmap("tab10")
+    color = {p: (colors or {}).get(p, cmap(i % 10)) for i, p in enumerate(policies)}
+    show_k = sorted({ks[0], ks[-1]}) if ks else []
+    columns = max(len(budgets), 2)
+    fig = plt.figure(figsize=(4 * columns, 7.4))
+    grid = fig.add_gridspec(2, 2 * columns)
+    top = [fig.add_subplot(grid[0, i * columns : (i + 1) * columns]) for i in range(len(show_k))]
+    bottom = [fig.add_subplot(grid[1, 2 * i : 2 * i + 2]) for i in range(len(budgets))]
+
+    def value(r: Mapping[str, Any], key: str) -> float | None:
+        v = r.get(key)
+        return None if v in (None, "") else float(v)
+
+    for ax, k in zip(top, show_k, strict=True):
+        for policy in policies:
             line = [cell[(policy, T, k)] for T in budgets if (policy, T, k) in cell]
             xs = [int(r["T"]) for r in line]
-            ax_t.plot(xs, [float(r["pass"]) for r in line], style, marker="o", color=color, label=f"{policy} K={k}")
-            ax_t.fill_between(xs, [float(r["ci_low"]) for r in line], [float(r["ci_high"]) for r in line], color=color, alpha=0.1)
-        line = [cell[(policy, budgets[-1], k)] for k in ks if (policy, budgets[-1], k) in cell]
-        ax_k.plot([int(r["k"]) for r in line], [float(r["pass"]) for r in line], marker="o", color=color, label=policy)
-    first = policies[0] if policies else ""
-
-    def bounded(keys: Sequence[tuple[str, int, int]]) -> list[Mapping[str, Any]]:
-        return [cell[key] for key in keys if key in cell and cell[key].get("upper_bound") not in ("", None)]
-
-    for k, style in ((ks[0], ":"), (ks[-1], "--")):
-        bound = bounded([(first, T, k) for T in budgets])
-        if bound:
-            ax_t.plot([int(r["T"]) for r in bound], [float(r["upper_bound"]) for r in bound], style, color="grey", label=f"upper bound K={k}")
-    bound = bounded([(first, budgets[-1], k) for k in ks])
-    if bound:
-        ax_k.plot([int(r["k"]) for r in bound], [float(r["upper_bound"]) for r in bound], "--", color="grey", label="upper bound")
-    ax_t.set(xlabel="budget T (turns)", ylabel="Pass@(K,T)", title="Pass@T", ylim=(-0.02, 1.05))
-    ax_k.set(xlabel="samples K", ylabel="Pass@(K,T)", title=f"Pass@K at T={budgets[-1] if budgets else '?'}", ylim=(-0.02, 1.05))
-    ax_k.set_xscale("log", base=2)
-    ax_k.set_xticks(ks, [str(k) for k in ks])
-    ax_t.legend(fontsize=6)
-    ax_k.legend(fontsize=6)
+            ax.plot(xs, [value(r, "pass") for r in line], marker="o", color=color[policy], label=policy)
+            ax.fill_between(xs, [value(r, "ci_low") for r in line], [value(r, "ci_high") for r in line],
+                            color=color[policy], alpha=0.15)  # fmt: skip
+        bound = [(T, value(cell[(policies[0], T, k)], "upper_bound")) for T in budgets if (policies[0], T, k) in cell]
+        if bound and all(b is not None for _, b in bound):
+            ax.plot([T for T, _ in bound], [b for _, b in bound], linestyle="--", color="black", alpha=0.5,
+                    label="upper bound")  # fmt: skip
+        ax.set(title=f"Pass@T (K={k})", xlabel="budget T (turns)", ylabel=f"Pass@{k}", ylim=(-0.02, 1.02))
+        ax.legend(fontsize=7)
+    for ax, T in zip(bottom, budgets, strict=True):
+        for policy in policies:
+            line = [cell[(policy, T, k)] for k in ks if (policy, T, k) in cell]
+            ax.plot([int(r["k"]) for r in line], [value(r, "pass") for r in line], marker="o", color=color[policy],
+                    label=policy)  # fmt: skip
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set(title=f"Pass@K at T={T}", xlabel="samples K", ylim=(-0.02, 1.02))
+        ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -332,16 +342,29 @@ def fig_heatmap(rows: Sequence[Mapping[str, Any]], *, title: str) -> Any:
     return fig
 
 
-def fig_dynamics(steps: Sequence[float], series: Mapping[str, Sequence[float]], *, title: str) -> Any:
-    """Training curves: one line per metric against the training step."""
+def fig_dynamics(
+    runs: Mapping[str, Sequence[Mapping[str, Any]]],
+    panels: Sequence[tuple[str, str]],
+    *,
+    title: str = "",
+    colors: Mapping[str, str] | None = None,
+) -> Any:
+    """The one training-dynamics figure: a panel per ``(metric, panel title)`` of ``panels``, a line per
+    run of ``runs`` (label -> ``metrics.jsonl`` records with a ``step``); records without the metric
+    (or with NaN) are skipped."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.0, 4.0))
-    x = np.asarray(steps, dtype=float)
-    for name, values in series.items():
-        y = np.asarray(values, dtype=float)
-        ok = ~np.isnan(y)
-        ax.plot(x[ok], y[ok], marker=".", label=name)
-    ax.set(xlabel="training step", ylabel="value", title=title)
-    ax.legend(fontsize=7)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.6), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for ax, (key, panel_title) in zip(axes[0], panels, strict=True):
+        for i, (label, records) in enumerate(runs.items()):
+            points = [(float(r["step"]), float(r[key])) for r in records
+                      if r.get(key) not in (None, "") and not math.isnan(float(r[key]))]  # fmt: skip
+            if points:
+                ax.plot([x for x, _ in points], [y for _, y in points], marker=".",
+                        color=(colors or {}).get(label, cmap(i % 10)), label=label)  # fmt: skip
+        ax.set(title=panel_title, xlabel="training step")
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig

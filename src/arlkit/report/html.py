@@ -394,8 +394,7 @@ def _dynamics_section(paths: Sequence[Path]) -> str:
         keys = [k for k in rows[0] if k != "step" and not math.isnan(_num(str(rows[0].get(k))))]
         preferred = [k for k in keys if "multi" in k.lower() or "single" in k.lower()]
         chosen = (preferred or keys)[:6]
-        series = {k: [_num(str(r.get(k, ""))) for r in rows] for k in chosen}
-        fig = figures.fig_dynamics([_num(str(r["step"])) for r in rows], series, title=str(path.parent.name))
+        fig = figures.fig_dynamics({path.parent.name: rows}, [(k, k) for k in chosen], title=str(path.parent.name))
         parts.append(f"<h3>{_esc(path.parent.name)}</h3>" + _img(fig, f"training dynamics {path.parent.name}"))
     return "".join(parts)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from arlkit.metrics.passkt import CSV_HEADER, PassRow
+from arlkit.report.figures import fig_passkt
 from arlkit.report.outputs import save_figure
 from arlkit.rundir import atomic_path, atomic_write_text
 
@@ -56,40 +57,8 @@ def summary_markdown(rows: Sequence[PassRow], *, title: str, notes: Sequence[str
 
 
 def plot_passkt(rows: Sequence[PassRow], path: Path, *, title: str) -> None:
-    """Pass@T curves (one line per k, upper bound dashed) and Pass@K curves (one line per T)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullFormatter
-
-    policies = list(dict.fromkeys(r.policy for r in rows))
-    ks = sorted({r.k for r in rows})
-    budgets = sorted({r.T for r in rows})
-    fig, axes = plt.subplots(len(policies), 2, figsize=(10, 3.6 * len(policies)), squeeze=False)
-    for p, policy in enumerate(policies):
-        mine = [r for r in rows if r.policy == policy]
-        ax_t, ax_k = axes[p]
-        for k in ks:
-            line = sorted((r for r in mine if r.k == k), key=lambda r: r.T)
-            xs = [r.T for r in line]
-            ax_t.plot(xs, [r.pass_ for r in line], marker="o", label=f"K={k}")
-            ax_t.fill_between(xs, [r.ci_low for r in line], [r.ci_high for r in line], alpha=0.15)
-            if all(r.upper_bound is not None for r in line):
-                ax_t.plot(xs, [r.upper_bound for r in line], linestyle="--", color="grey", alpha=0.6)
-        ax_t.set(xlabel="budget T (turns)", ylabel="Pass@(K,T)", title=f"{policy}: Pass@T (dashed: upper bound)", ylim=(-0.02, 1.02))
-        ax_t.legend(fontsize=7)
-        for T in budgets:
-            line = sorted((r for r in mine if r.T == T), key=lambda r: r.k)
-            ax_k.plot([r.k for r in line], [r.pass_ for r in line], marker="o", label=f"T={T}")
-        ax_k.set(xlabel="samples K", ylabel="Pass@(K,T)", title=f"{policy}: Pass@K", ylim=(-0.02, 1.02))
-        ax_k.set_xscale("log", base=2)
-        ax_k.xaxis.set_minor_formatter(NullFormatter())
-        ax_k.set_xticks(ks, [str(k) for k in ks])
-        ax_k.legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    save_figure(fig, path)
+    """``passkt.png``: :func:`arlkit.report.figures.fig_passkt` of the rows."""
+    save_figure(fig_passkt([dict(zip(CSV_HEADER, r.csv_row(), strict=True)) for r in rows], title=title), path)
 
 
 def write_eval_report(out: Path, rows: Sequence[PassRow], *, title: str, notes: Sequence[str] = ()) -> None:
