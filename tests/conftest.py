@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ def data_script():
         spec = importlib.util.spec_from_file_location(f"arlkit_data_script_{name}", scripts / f"{name}.py")
         assert spec is not None and spec.loader is not None, name
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up while the script runs
         spec.loader.exec_module(module)
         return module
 
