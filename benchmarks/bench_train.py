@@ -86,7 +86,7 @@ def run_trl(args: argparse.Namespace, model: Path, work: Path) -> dict[str, floa
     prompt_cfg = PromptConfig("announced", None, "observation")
 
     def messages(env: Any, observations: list[str], replies: list[str]) -> list[dict[str, str]]:
-        return turn_messages(env.name, env.instruction(), env.action_format(), budget=args.budget,
+        return turn_messages(env.name, *env.prompt_text(), budget=args.budget,
                              observations=observations, replies=replies, prompt=prompt_cfg)
 
     first_prompt = {}

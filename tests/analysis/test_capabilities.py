@@ -17,7 +17,7 @@ from arlkit.envs.capabilities import (
     has_step_quality,
     inject_error,
 )
-from arlkit.envs import ParsedAction, StepResult, Task
+from arlkit.envs import ParsedAction, PromptText, StepResult, Task
 
 
 @dataclass
@@ -59,11 +59,8 @@ class ProgramEnv:
     def render(self) -> str:
         return str(self.program)
 
-    def instruction(self) -> str:
-        return "write a big number"
-
-    def action_format(self) -> str:
-        return "digits"
+    def prompt_text(self) -> PromptText:
+        return PromptText("write a big number", "digits")
 
     def state_key(self) -> str:
         return f"p@{self.program}"

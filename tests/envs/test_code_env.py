@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from arlkit.config import ConfigError
-from arlkit.envs import make
+from arlkit.envs import has_oracle, make
 from arlkit.envs.code.env import GAMMA, CodeConfig, CodeEnv, extract_program
 from arlkit.envs.code.data import CodeProblem, CodeTest
-from arlkit.envs.protocol import has_oracle
 
 FAST = dict(test_timeout_s=0.5, step_budget_s=3.0)
 

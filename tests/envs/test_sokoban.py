@@ -12,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arlkit.config import ConfigError
-from arlkit.envs import Oracle, make
-from arlkit.envs.protocol import ActionSpace, Env, Task
+from arlkit.envs import ActionSpace, Env, Oracle, Task, make
 from arlkit.envs.sokoban.env import (
     ACTIONS,
     GAMMA,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arlkit.envs.capabilities import call_failed, can_inject_errors, has_step_quality, inject_error
+from arlkit.envs.capabilities import call_failed, can_inject_errors, has_snapshots, has_step_quality, inject_error
 from arlkit.analysis.sampling import continue_from, execute_reply, sample_actions
 from arlkit.analysis.states import StatePoint, candidate_turns, extend_point, points_at, replay_states, restore_point
 from arlkit.analysis.steps import QualityComparison, StateRow, compare_qualities, quality_rows
@@ -313,7 +313,13 @@ def error_states_analysis(
     comparison = continuation = None
     base_success: list[float] = []
     rl_success: list[float] = []
-    if not can_inject_errors(probe):
+    rebuild = has_snapshots(probe)
+    if not rebuild:
+        notes.append(
+            f"error states and error correction: environment {probe.name!r} has no state_key with snapshot/restore "
+            "(recorded states cannot be rebuilt); skipped"
+        )
+    elif not can_inject_errors(probe):
         notes.append(
             f"error states: environment {probe.name!r} has no error injector (inject_error, error_mutation, or an oracle "
             "with a finite action set); skipped"
@@ -340,7 +346,7 @@ def error_states_analysis(
             out += [float(np.mean([c.success for c in row])) for row in runs]
         continuation = _paired(np.array(base_success), np.array(rl_success), task_ids, config.continuations,
                                config.bootstrap, config.seed)  # fmt: skip
-    controlled = _correction(base_policy, rl_policy, make_env, tasks, groups, config, rng, notes)
+    controlled = _correction(base_policy, rl_policy, make_env, tasks, groups, config, rng, notes) if rebuild else None
     observed = {"base": observed_correction_rate(base_trajectories, probe), "rl": observed_correction_rate(rl_trajectories, probe)}
     return ErrorsResult(states, rows, comparison, base_success, rl_success, continuation,
                         CorrectionSummary(controlled, observed), notes)  # fmt: skip

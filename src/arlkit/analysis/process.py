@@ -78,7 +78,7 @@ class StepContext:
     """What a process reward sees about one step, before the action is executed.
 
     Attributes:
-        instruction: the task-specific instruction (``env.instruction()``).
+        instruction: the task-specific instruction (``env.prompt_text().instruction``).
         observations: the observations so far (``t + 1`` of them; the last is the current one).
         actions: the agent's earlier actions (``t`` of them; ``None`` for unparsable replies).
         action: the action to score (``None``: the reply had no parsable action).
@@ -102,7 +102,7 @@ ProcessReward = Callable[[Sequence[StepContext]], list["float | None"]]
 def step_context(point: StatePoint, env: Env, action: str | None) -> StepContext:
     """The :class:`StepContext` of proposing ``action`` at ``point`` (``env`` restored there)."""
     actions = [env.parse_action(reply).action for reply in point.replies]
-    return StepContext(env.instruction(), point.observations, actions, action, point.remaining, env)
+    return StepContext(env.prompt_text().instruction, point.observations, actions, action, point.remaining, env)
 
 
 def trajectory_step_contexts(

@@ -7,6 +7,9 @@ reproduces each intermediate state exactly, RNG included; :func:`replay_states` 
 state keys against the recorded ones. A :class:`StatePoint` is such a state together with what the
 agent had seen there (its observations and replies) and its remaining budget, which is all the
 matched-state, error-state and judge analyses need to put a policy back in the same situation.
+Rebuilding states needs the environment's :class:`~arlkit.envs.StateKey` and
+:class:`~arlkit.envs.Snapshot` capabilities; without them these functions raise
+:class:`~arlkit.envs.MissingCapability`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arlkit.envs import Env, Task
+from arlkit.envs.capabilities import require_snapshots
 from arlkit.policies.protocol import Message, Request
 from arlkit.rollout.prompts import PromptConfig, turn_messages
 from arlkit.rollout.records import Trajectory
@@ -89,8 +93,10 @@ def replay_states(
     """The pre-action state of every turn of ``trajectory`` (``len(turns)`` points, ``t = 0..``).
 
     Raises :class:`ReplayError` when ``check`` is on and a replayed state key differs from the
-    recorded one.
+    recorded one, and :class:`~arlkit.envs.MissingCapability` when ``env`` has no state keys or
+    snapshots.
     """
+    require_snapshots(env)
     if task.task_id != trajectory.task_id:
         raise ValueError(f"task {task.task_id} does not match trajectory task {trajectory.task_id}")
     env.reset(task, trajectory.env_seed)
@@ -98,7 +104,7 @@ def replay_states(
     replies: list[str] = []
     points = []
     for t, turn in enumerate(trajectory.turns):
-        key = str(env.state_key())
+        key = str(env.state_key())  # type: ignore[attr-defined]
         if check and turn.state and key != turn.state:
             raise ReplayError(
                 f"replaying {trajectory.task_id} sample {trajectory.sample} gave state {key!r} before turn {t + 1}, "
@@ -115,7 +121,7 @@ def replay_states(
                 history=history,
                 observations=tuple(observations),
                 replies=tuple(replies),
-                snapshot=env.snapshot(),
+                snapshot=env.snapshot(),  # type: ignore[attr-defined]
                 state_key=key,
                 policy_seed=trajectory.policy_seed,
             )
@@ -130,18 +136,20 @@ def replay_states(
 def restore_point(make_env: Callable[[], Env], point: StatePoint) -> Env:
     """A fresh environment put back in ``point``'s state (reset on its task, then restored)."""
     env = make_env()
+    require_snapshots(env)
     env.reset(point.task, 0)
-    env.restore(point.snapshot)
+    env.restore(point.snapshot)  # type: ignore[attr-defined]
     return env
 
 
 def point_messages(point: StatePoint, env: Env) -> list[Message]:
     """The chat a policy sees in ``point`` (the same prompt the rollout engine builds); ``env`` is
     the restored environment (its instruction and action format go into the system prompt)."""
+    text = env.prompt_text()
     return turn_messages(
         env.name,
-        env.instruction(),
-        env.action_format(),
+        text.instruction,
+        text.action_format,
         budget=point.budget,
         observations=point.observations,
         replies=point.replies,
@@ -157,6 +165,7 @@ def point_request(point: StatePoint, env: Env, seed: int) -> Request:
 
 def extend_point(point: StatePoint, env: Env, reply: str, observation: str) -> StatePoint:
     """The point one turn later, after ``reply`` produced ``observation`` (``env`` is already there)."""
+    require_snapshots(env)
     return StatePoint(
         task=point.task,
         source=point.source,
@@ -167,8 +176,8 @@ def extend_point(point: StatePoint, env: Env, reply: str, observation: str) -> S
         history=point.history,
         observations=(*point.observations, observation),
         replies=(*point.replies, reply),
-        snapshot=env.snapshot(),
-        state_key=str(env.state_key()),
+        snapshot=env.snapshot(),  # type: ignore[attr-defined]
+        state_key=str(env.state_key()),  # type: ignore[attr-defined]
         policy_seed=point.policy_seed,
     )
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from arlkit.envs.capabilities import MissingCapability, has_step_quality
+from arlkit.envs.capabilities import MissingCapability, has_step_quality, require_snapshots
 from arlkit.analysis.sampling import ActionSample, sample_actions
 from arlkit.analysis.states import StatePoint, equal_pool
 from arlkit.envs import Env, Task
@@ -223,7 +223,7 @@ def matched_states(
 ) -> StepsResult:
     """Compare the two policies' next actions at a pool of states drawn equally from both
     policies' trajectories (docs/metrics.md#matched-states). Raises :class:`MissingCapability` when the environment
-    cannot score actions."""
+    cannot score actions or has no state keys and snapshots."""
     config = config or StepsConfig()
     probe = make_env()
     if not has_step_quality(probe):
@@ -231,6 +231,7 @@ def matched_states(
             f"environment {probe.name!r} cannot score actions (no action_quality, quality, or oracle with a finite action "
             "set): matched states skipped"
         )
+    require_snapshots(probe, "matched states (rebuilding the recorded states)")
     rng = np.random.default_rng([config.seed, 4101])
     groups = [("base", base_trajectories, base_history), ("rl", rl_trajectories, rl_history)]
     pools, notes = equal_pool(make_env, tasks, groups, config.states, rng)

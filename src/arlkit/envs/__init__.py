@@ -1,19 +1,44 @@
-"""Environments: the protocol, the registry and the built-in environments."""
+"""Environments: the core protocol, the optional capabilities, the registry and the built-in environments."""
 
-from arlkit.envs.protocol import ActionSpace, BudgetHeadroom, Env, Oracle, ParsedAction, StepResult, Task, has_oracle
+from arlkit.envs.capabilities import (
+    ActionScorer,
+    ActionSpace,
+    BudgetHeadroom,
+    ErrorInjector,
+    FailureDetector,
+    MissingCapability,
+    MutationSource,
+    Oracle,
+    Snapshot,
+    StateKey,
+    StepQuality,
+    has_oracle,
+    has_snapshots,
+)
+from arlkit.envs.protocol import Env, ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import EnvSpec, env_config, list_envs, make, register_env
 
 __all__ = [
+    "ActionScorer",
     "ActionSpace",
     "BudgetHeadroom",
     "Env",
     "EnvSpec",
+    "ErrorInjector",
+    "FailureDetector",
+    "MissingCapability",
+    "MutationSource",
     "Oracle",
     "ParsedAction",
+    "PromptText",
+    "Snapshot",
+    "StateKey",
+    "StepQuality",
     "StepResult",
     "Task",
     "env_config",
     "has_oracle",
+    "has_snapshots",
     "list_envs",
     "make",
     "register_env",

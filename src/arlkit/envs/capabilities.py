@@ -1,19 +1,29 @@
-"""Optional environment capabilities the step-level analyses use, with defaults for oracle envs.
+"""Every optional environment capability, one small runtime-checkable Protocol each.
 
-The environment protocol stays tiny; an analysis asks for what it needs through small Protocols:
+The core :class:`~arlkit.envs.protocol.Env` has six methods; whatever else an environment offers is
+one of these, and the code that needs it checks with ``isinstance`` (or a ``has_...``/``can_...``
+helper) and raises :class:`MissingCapability` when it is absent
+(:func:`arlkit.envs.checker.check_env` lists what each one unlocks):
 
+- :class:`StateKey` — a hashable key of the current state. Recorded with every turn (loop revisits,
+  GiGPO anchor states) and checked when a trajectory is replayed.
+- :class:`Snapshot` — ``snapshot``/``restore`` of the full state, RNG included. With
+  :class:`StateKey` it lets the step-level analyses rebuild recorded states and branch from them
+  (:func:`has_snapshots`, :func:`require_snapshots`).
+- :class:`Oracle` — exact action values, optimal actions, shortest solution length, success
+  probability from the current state.
+- :class:`ActionSpace` — the finite list of admissible actions.
+- :class:`BudgetHeadroom` — the exact budget headroom of the current task (docs/metrics.md#budget-headroom).
 - :class:`StepQuality` — the quality of one action in the current state, given the remaining
   turns. Also accepted: :class:`ActionScorer`, a remaining-independent ``quality(action)`` (the
-  code environment's hidden-test pass rate of a program). Environments with an
-  :class:`~arlkit.envs.Oracle` and a finite action set get ``Q*_h(s, a)`` with h the remaining turns
-  and gamma 0.95 (docs/metrics.md#step-quality).
+  code environment's hidden-test pass rate of a program). Environments with an :class:`Oracle`
+  and a finite action set get ``Q*_h(s, a)`` with h the remaining turns and gamma 0.95 (docs/metrics.md#step-quality).
 - :class:`ErrorInjector` — put the environment in an *error state* with one harmful action. Also
   accepted: :class:`MutationSource`, an ``error_mutation(rng, program=None)`` returning a mutant
   of the current program that passes fewer tests (the code environment's rule-based mutations);
   the mutant is submitted as the injected action, and only states that already have a program
-  qualify. Oracle environments with a finite action set get RT App. B.5's construction
-  (docs/metrics.md#error-states): a random action, kept only when it increased the shortest
-  distance to success.
+  qualify. Oracle environments with a finite action set get RT App. B.5's construction (docs/metrics.md#error-states): a random
+  action, kept only when it increased the shortest distance to success.
 - :class:`FailureDetector` — whether a step was a failed call (tool calling). Default: the step was
   invalid, or its observation carries a JSON error object (``{"error": ...}``, how the tools
   environment reports a call that ran and failed).
@@ -26,33 +36,134 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from arlkit.envs import ActionSpace, Env, Oracle, StepResult
+from arlkit.envs.protocol import Env, StepResult
 
 __all__ = [
     "ActionScorer",
+    "ActionSpace",
+    "BudgetHeadroom",
     "ErrorInjector",
     "FailureDetector",
     "InjectedError",
     "MissingCapability",
     "MutationSource",
+    "Oracle",
+    "Snapshot",
+    "StateKey",
     "StepQuality",
     "action_quality",
     "call_failed",
     "can_inject_errors",
+    "has_oracle",
+    "has_snapshots",
     "has_step_quality",
     "inject_error",
     "mutation_inject_error",
     "oracle_inject_error",
+    "require_snapshots",
+    "state_key_of",
 ]
 
 
 class MissingCapability(RuntimeError):
     """The environment lacks a capability an analysis needs (e.g. no oracle for step quality)."""
+
+
+@runtime_checkable
+class StateKey(Protocol):
+    """Optional capability: a key of the current state."""
+
+    def state_key(self) -> Hashable:
+        """A hashable key of the full environment state (anchor states, matched states)."""
+        ...
+
+
+@runtime_checkable
+class Snapshot(Protocol):
+    """Optional capability: copy and bring back the full state."""
+
+    def snapshot(self) -> Any:
+        """An opaque copy of the full state, RNG included; ``restore`` brings it back exactly."""
+        ...
+
+    def restore(self, snapshot: Any) -> None:
+        """Return to a state captured by ``snapshot``."""
+        ...
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """Optional capability: exact knowledge of an environment, from its current state.
+
+    ``remaining`` is the number of turns left including the one about to be taken.
+    """
+
+    def action_values(self, remaining: int) -> Mapping[str, float]:
+        """Q*_h(s, a) with h = ``remaining`` and gamma = 0.95 for every admissible action ``a``."""
+        ...
+
+    def optimal_actions(self, remaining: int) -> Sequence[str]:
+        """The actions whose value equals the best value (all of them when every value is 0)."""
+        ...
+
+    def shortest_solution_length(self) -> int | None:
+        """Fewest actions that can solve the task from here, or ``None`` when it cannot be solved."""
+        ...
+
+    def success_probability(self, remaining: int) -> float:
+        """The best probability any policy has to succeed within ``remaining`` turns from here
+        (gamma = 1). For deterministic environments it is 1 when the shortest solution fits, else 0."""
+        ...
+
+
+@runtime_checkable
+class ActionSpace(Protocol):
+    """Optional capability of environments with a finite action set (the random policy needs it)."""
+
+    def admissible_actions(self) -> Sequence[str]:
+        """Every action that is admissible in the current state, in canonical spelling."""
+        ...
+
+
+@runtime_checkable
+class BudgetHeadroom(Protocol):
+    """Optional capability: the exact budget headroom of the current task (docs/metrics.md#budget-headroom)."""
+
+    def headroom(self, budget: int) -> float:
+        """Success probability within ``budget`` of the budget-aware optimum minus that of the
+        policy that is optimal for the full budget T_max, from the task's start."""
+        ...
+
+
+def has_oracle(env: object) -> bool:
+    """Whether ``env`` offers the optional oracle capability."""
+    return isinstance(env, Oracle)
+
+
+def has_snapshots(env: object) -> bool:
+    """Whether recorded states of ``env`` can be rebuilt and branched (:class:`StateKey` and
+    :class:`Snapshot`), as the step-level analyses need."""
+    return isinstance(env, StateKey) and isinstance(env, Snapshot)
+
+
+def require_snapshots(env: Any, purpose: str = "rebuilding recorded states") -> None:
+    """Raise :class:`MissingCapability` unless ``env`` has :func:`has_snapshots`."""
+    if not has_snapshots(env):
+        missing = [m for m, cap in (("state_key", StateKey), ("snapshot/restore", Snapshot)) if not isinstance(env, cap)]
+        raise MissingCapability(
+            f"environment {getattr(env, 'name', type(env).__name__)!r} has no {' and no '.join(missing)}: {purpose} needs them"
+        )
+
+
+def state_key_of(env: object) -> str:
+    """``str(env.state_key())``, or ``""`` (no key recorded) when ``env`` has no :class:`StateKey`."""
+    return str(env.state_key()) if isinstance(env, StateKey) else ""
 
 
 @runtime_checkable
@@ -158,12 +269,20 @@ def action_quality(env: Env, action: str | None, remaining: int) -> float:
     )
 
 
+def _require_undo(env: Env) -> None:
+    if not isinstance(env, Snapshot):
+        raise MissingCapability(
+            f"environment {env.name!r} has no snapshot/restore: error injection undoes harmless attempts with them"
+        )
+
+
 def oracle_inject_error(env: Env, rng: np.random.Generator, remaining: int) -> InjectedError | None:
     """RT App. B.5's error injection for oracle environments: execute one random admissible action; keep the result
     when the shortest solution length grew (or the task became unsolvable) and the episode goes on,
     else restore the state and return ``None``."""
     if not (isinstance(env, Oracle) and isinstance(env, ActionSpace)):
         raise MissingCapability(f"environment {env.name!r} has no oracle with a finite action set and no inject_error")
+    _require_undo(env)
     before = env.shortest_solution_length()
     if before is None:
         return None  # already lost: nothing to make worse
@@ -184,6 +303,7 @@ def mutation_inject_error(env: Env, rng: np.random.Generator, remaining: int) ->
     passes fewer tests; ``None`` at states without a program, or when no such mutant was found."""
     if not isinstance(env, MutationSource):
         raise MissingCapability(f"environment {env.name!r} has no error_mutation")
+    _require_undo(env)
     if getattr(env, "program", None) is None:
         return None  # nothing to break yet (mutating the reference would leak it into the history)
     mutant = env.error_mutation(random.Random(int(rng.integers(2**63))))
@@ -209,8 +329,12 @@ def inject_error(env: Env, rng: np.random.Generator, remaining: int) -> Injected
 
 
 def can_inject_errors(env: Env) -> bool:
-    """Whether :func:`inject_error` works in ``env``."""
-    return isinstance(env, (ErrorInjector, MutationSource)) or (isinstance(env, Oracle) and isinstance(env, ActionSpace))
+    """Whether :func:`inject_error` works in ``env`` (the oracle and mutation constructions also
+    undo a harmless attempt, so they need :class:`Snapshot`)."""
+    if isinstance(env, ErrorInjector):
+        return True
+    oracle = isinstance(env, Oracle) and isinstance(env, ActionSpace)
+    return isinstance(env, Snapshot) and (isinstance(env, MutationSource) or oracle)
 
 
 _JSON_ERROR = re.compile(r'\{\s*"error"\s*:')

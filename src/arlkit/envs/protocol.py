@@ -1,21 +1,23 @@
-"""The environment contract every arlkit environment follows.
+"""The core contract every arlkit environment follows: :class:`Env`, six methods.
 
 An environment is a small, Gymnasium-like object driven by *text*: ``reset`` puts it on a task,
 ``step`` takes the action text the model wrote, and every result says whether the action was valid.
 Turn budgets are not the environment's business: the rollout engine counts turns and stops a
 trajectory when its budget is spent (an invalid action still consumes a turn).
 
-The oracle (exact action values, optimal actions, shortest solution length) is a separate, optional
-capability: an environment that has one also satisfies :class:`Oracle`.
+Everything else an environment may offer (an oracle, a finite action set, state keys and
+snapshots, step quality, error injection, ...) is an optional capability: a small Protocol in
+:mod:`arlkit.envs.capabilities`, which the code that needs it checks for. :func:`arlkit.envs.checker.check_env`
+lists what an environment has and what each capability unlocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-__all__ = ["ActionSpace", "BudgetHeadroom", "Env", "Oracle", "ParsedAction", "StepResult", "Task", "has_oracle"]
+__all__ = ["CORE_METHODS", "Env", "ParsedAction", "PromptText", "StepResult", "Task"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,19 @@ class ParsedAction:
     strict_format: bool = False
 
 
+class PromptText(NamedTuple):
+    """What :meth:`Env.prompt_text` returns; the rollout engine puts both into the system prompt
+    (``TASK-SPECIFIC INSTRUCTION:`` and ``ACTION FORMAT:``, see :mod:`arlkit.rollout.prompts`).
+
+    Attributes:
+        instruction: the task-specific instruction (rules, legend, goal).
+        action_format: the admissible actions and how to write them.
+    """
+
+    instruction: str
+    action_format: str
+
+
 @runtime_checkable
 class Env(Protocol):
     """A text environment. One instance runs one trajectory at a time.
@@ -104,71 +119,24 @@ class Env(Protocol):
         """The current state as the agent sees it (used after an unparsable reply)."""
         ...
 
-    def instruction(self) -> str:
-        """The task-specific instruction of the prompt (rules, legend, goal)."""
-        ...
-
-    def action_format(self) -> str:
-        """The action-format section of the prompt (the admissible actions and how to write them)."""
-        ...
-
-    def state_key(self) -> Hashable:
-        """A hashable key of the full environment state (anchor states, matched states)."""
-        ...
-
-    def snapshot(self) -> Any:
-        """An opaque copy of the full state, RNG included; ``restore`` brings it back exactly."""
-        ...
-
-    def restore(self, snapshot: Any) -> None:
-        """Return to a state captured by ``snapshot``."""
+    def prompt_text(self) -> PromptText:
+        """The environment's part of the system prompt for the current task (called after
+        ``reset``): its instruction (rules, legend, goal) and its action format (the admissible
+        actions and how to write them)."""
         ...
 
 
-@runtime_checkable
-class Oracle(Protocol):
-    """Exact knowledge of an environment, from its current state.
+CORE_METHODS: tuple[str, ...] = ("tasks", "reset", "parse_action", "step", "render", "prompt_text")
+"""The methods every :class:`Env` defines (besides the attributes ``name`` and ``t_max``)."""
 
-    ``remaining`` is the number of turns left including the one about to be taken.
-    """
-
-    def action_values(self, remaining: int) -> Mapping[str, float]:
-        """Q*_h(s, a) with h = ``remaining`` and gamma = 0.95 for every admissible action ``a``."""
-        ...
-
-    def optimal_actions(self, remaining: int) -> Sequence[str]:
-        """The actions whose value equals the best value (all of them when every value is 0)."""
-        ...
-
-    def shortest_solution_length(self) -> int | None:
-        """Fewest actions that can solve the task from here, or ``None`` when it cannot be solved."""
-        ...
-
-    def success_probability(self, remaining: int) -> float:
-        """The best probability any policy has to succeed within ``remaining`` turns from here
-        (gamma = 1). For deterministic environments it is 1 when the shortest solution fits, else 0."""
-        ...
+_MOVED = ("ActionSpace", "BudgetHeadroom", "Oracle", "has_oracle")
 
 
-@runtime_checkable
-class ActionSpace(Protocol):
-    """Optional capability of environments with a finite action set (the random policy needs it)."""
+def __getattr__(name: str) -> Any:
+    """The capabilities that used to live here, for older imports (``from arlkit.envs.protocol
+    import Oracle``); new code imports them from :mod:`arlkit.envs` or :mod:`arlkit.envs.capabilities`."""
+    if name in _MOVED:
+        from arlkit.envs import capabilities
 
-    def admissible_actions(self) -> Sequence[str]:
-        """Every action that is admissible in the current state, in canonical spelling."""
-        ...
-
-
-@runtime_checkable
-class BudgetHeadroom(Protocol):
-    """Optional capability: the exact budget headroom of the current task (docs/metrics.md#budget-headroom)."""
-
-    def headroom(self, budget: int) -> float:
-        """Success probability within ``budget`` of the budget-aware optimum minus that of the
-        policy that is optimal for the full budget T_max, from the task's start."""
-        ...
-
-
-def has_oracle(env: object) -> bool:
-    """Whether ``env`` offers the optional oracle capability."""
-    return isinstance(env, Oracle)
+        return getattr(capabilities, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from arlkit.config import ConfigError
-from arlkit.envs.protocol import ActionSpace, Oracle
+from arlkit.envs.capabilities import ActionSpace, Oracle
 from arlkit.policies.protocol import PolicyError, Reply, Request
 from arlkit.policies.registry import BackendOptions, SamplingConfig, register_policy
 

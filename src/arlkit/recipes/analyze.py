@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from arlkit.report import analysis_files as writers
-from arlkit.envs.capabilities import ActionScorer, MissingCapability, StepQuality, has_step_quality
+from arlkit.envs.capabilities import ActionScorer, MissingCapability, StepQuality, has_snapshots, has_step_quality
 from arlkit.analysis.depth import DepthBin, depth_profile
 from arlkit.analysis.errors import ErrorsConfig, ErrorsResult, error_states_analysis
 from arlkit.analysis.flows import LoopSummary, action_flows, loop_stats, summarize_loops
@@ -217,12 +217,19 @@ def analyze_likelihood(
     base_policy, base_name = _scorer(base, None)
     rl_policy, rl_name = _scorer(rl, None)
     pair = paired_runs(run_dirs, base_spec=base_name, rl_spec=rl_name, base_label=base_label, rl_label=rl_label, budget=budget)
-    result = likelihood_analysis(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
-                                 base_history=pair.base_history, rl_history=pair.rl_history)  # fmt: skip
+
+    def meta() -> dict[str, Any]:
+        return {k: v for k, v in _meta(pair, base_name, rl_name).items() if k != "quality"}
+
+    try:
+        result = likelihood_analysis(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
+                                     base_history=pair.base_history, rl_history=pair.rl_history)  # fmt: skip
+    except MissingCapability as exc:
+        if out is not None:
+            write_skipped(out, "likelihood", str(exc), meta())
+        raise
     if out is not None:
-        meta = _meta(pair, base_name, rl_name)
-        meta.pop("quality", None)
-        writers.write_likelihood(result, Path(out), meta)
+        writers.write_likelihood(result, Path(out), meta())
     return result
 
 
@@ -259,6 +266,9 @@ def analyze_judge(
     reason = None
     if not has_step_quality(probe):
         reason = f"environment {runs[0].env!r} cannot score actions (no oracle or step quality): judge-vs-oracle agreement skipped"
+    elif not has_snapshots(probe):
+        reason = (f"environment {runs[0].env!r} has no state_key with snapshot/restore (recorded states cannot be rebuilt): "
+                  "judge-vs-oracle agreement skipped")  # fmt: skip
     elif candidates is None and not isinstance(probe, ActionSpace):
         raise AnalysisInputError(f"environment {runs[0].env!r} has no finite action set: give a candidates policy (--candidates)")
     if reason is not None:

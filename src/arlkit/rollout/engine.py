@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from arlkit.envs.capabilities import state_key_of
 from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Policy, Reply, Request
 from arlkit.rollout.prompts import PromptConfig, turn_messages
@@ -89,10 +90,11 @@ def _start(job: Job, make_env: Callable[[], Env], policy_name: str, budget_mode:
 
 def _request(active: _Active, prompt: PromptConfig) -> Request:
     env, turn = active.env, len(active.trajectory.turns)
+    text = env.prompt_text()
     messages = turn_messages(
         env.name,
-        env.instruction(),
-        env.action_format(),
+        text.instruction,
+        text.action_format,
         budget=active.job.budget,
         observations=active.observations,
         replies=[t.reply for t in active.trajectory.turns],
@@ -133,7 +135,7 @@ def _advance(item: _Active, reply: Reply) -> bool:
     if reply.finish_reason == CONTEXT_LENGTH_EXCEEDED:
         trajectory.ended_by = CONTEXT_LENGTH_EXCEEDED
         return True
-    state = str(item.env.state_key())
+    state = state_key_of(item.env)  # "" when the environment has no state keys
     # Text UTF-8 cannot encode (a lone surrogate from a server's JSON) would break the next prompt
     # (tokenizers and HTTP clients encode it): it is replaced once here and counted.
     text, replaced = valid_utf8(reply.text) if isinstance(reply.text, str) else (str(reply.text), 0)

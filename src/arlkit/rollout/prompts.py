@@ -65,8 +65,8 @@ def system_prompt(
 
     Args:
         env_name: the environment's name as shown to the model.
-        instruction: the task-specific instruction (``Env.instruction()``).
-        action_format: the task-specific action format (``Env.action_format()``).
+        instruction: the task-specific instruction (``Env.prompt_text().instruction``).
+        action_format: the task-specific action format (``Env.prompt_text().action_format``).
         budget: the trajectory's turn budget T.
         completed: turns already completed.
         budget_mode: ``announced`` or ``hidden``.

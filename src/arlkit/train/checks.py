@@ -113,6 +113,14 @@ def check_train_config(config: TrainConfig) -> ResolvedTrain:
             f"group_size: preset {config.preset!r} (adv_estimator={algo.adv_estimator!r}) compares the trajectories "
             f"of a group; it needs group_size >= 2, got {config.group_size}"
         )
+    if algo.adv_estimator == "gigpo":
+        from arlkit.envs import StateKey
+
+        if not isinstance(env, StateKey):
+            raise ConfigError(
+                f"preset: GiGPO groups steps by anchor state, and the environment {config.env!r} has no state_key; "
+                "use a preset without anchor states (grpo, rloo, ...)"
+            )
     if not algo.step_rows and config.history is not None:
         raise ConfigError(
             "history: trajectory rows (step_rows=false) hold the whole chat; set history: null, or algo.step_rows: true"

@@ -38,7 +38,7 @@ from arlkit.envs.code.data import (
 )
 from arlkit.envs.code.grading import Evaluation, evaluate_program, format_feedback
 from arlkit.envs.code.mutations import Mutation, enumerate_mutations
-from arlkit.envs.protocol import ParsedAction, StepResult, Task
+from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.parsing import parse_tagged_action
 from arlkit.sandbox import Sandbox, SandboxConfig
@@ -279,6 +279,9 @@ class CodeEnv:
         if problem.starter_code.strip():
             parts.append(f"Starter code:\n```python\n{problem.starter_code.rstrip()}\n```")
         return "\n\n".join(parts)
+
+    def prompt_text(self) -> PromptText:
+        return PromptText(self.instruction(), self.action_format())
 
     def action_format(self) -> str:
         return (

@@ -1,5 +1,5 @@
 """The FrozenLake environment: text maps (RAGEN's symbols) over the exact model of
-:mod:`arlkit.envs.frozenlake.maps`, random or budget-sensitive task sets, and the env protocol's
+:mod:`arlkit.envs.frozenlake.maps`, random or budget-sensitive task sets, and the optional
 oracle capabilities."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from arlkit.envs.frozenlake.sets import budget_sensitive_maps, shipped_maps
 from arlkit.envs.frozenlake.maps import ACTIONS, LakeModel, generate_random_map, lake_model
-from arlkit.envs.protocol import ParsedAction, StepResult, Task
+from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.splits import collect_split, content_id
 from arlkit.envs.parsing import parse_tagged_action, quote
@@ -189,6 +189,9 @@ class FrozenLakeEnv:
                 "otherwise sideways (perpendicular to it)."
             )
         return text
+
+    def prompt_text(self) -> PromptText:
+        return PromptText(self.instruction(), self.action_format())
 
     def action_format(self) -> str:
         return "The action is one of Left, Down, Right, Up, for example <action>Left</action>."

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
-from arlkit.envs.protocol import ParsedAction, StepResult, Task
+from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.splits import collect_split, content_id
 from arlkit.envs.parsing import parse_tagged_action, quote
@@ -447,6 +447,9 @@ class SokobanEnv:
             "a wall or another box, and boxes cannot be pulled, so a box pushed into a corner is "
             "stuck for good. Push every box onto a target to succeed."
         )
+
+    def prompt_text(self) -> PromptText:
+        return PromptText(self.instruction(), self.action_format())
 
     def action_format(self) -> str:
         return "The action is one of up, down, left, right, for example <action>up</action>."

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arlkit.envs.protocol import ParsedAction, StepResult, Task
+from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.sql.data import HARDNESS, SqlTask, SqlTaskSet, load_spider, shipped_task_set
 from arlkit.envs.sql.reward import has_top_level_order_by, sql_reward
@@ -294,6 +294,9 @@ class SqlEnv:
             "order; 1 is a perfect answer. Column names do not matter, but the columns, their order and the values "
             "do. An episode that ends without a submission scores 0."
         )
+
+    def prompt_text(self) -> PromptText:
+        return PromptText(self.instruction(), self.action_format())
 
     def action_format(self) -> str:
         return (

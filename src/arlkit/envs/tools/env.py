@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from arlkit.envs.protocol import ParsedAction, StepResult, Task
+from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.splits import split_of
 from arlkit.envs.tools.api_base import ArgumentError, ToolSpec, public_state
@@ -254,6 +254,9 @@ class ToolsEnv:
             "among your results; a request handled wrongly ends the episode.\n\nAvailable functions:\n"
             + render_apis(list(apis))
         )
+
+    def prompt_text(self) -> PromptText:
+        return PromptText(self.instruction(), self.action_format())
 
     def action_format(self) -> str:
         limit = self.config.max_calls_per_action
