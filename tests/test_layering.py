@@ -11,7 +11,8 @@ import arlkit
 PACKAGE = Path(arlkit.__file__).resolve().parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("config", "rundir", "sandbox", "data"),
+    ("config",),
+    ("rundir", "sandbox", "data"),
     ("envs", "algos"),
     ("policies",),
     ("rollout",),
