@@ -1,7 +1,7 @@
 """Writes arlkit's SQL task set (``src/arlkit/data/sql/train.json`` and ``test.json``, Spider format).
 
 Every task comes from a question template written here, instantiated with values that exist in
-the generated databases (see ``arlkit.envs.sql.dbgen``). The split is decided per **template**
+the generated databases (see ``arlkit.envs.sql.databases``). The split is decided per **template**
 (``split_of("<db>:<key>")``), so two instances of one template (same question with another
 constant) always land in the same split. Run ``.venv/bin/python scripts/data/make_sql_tasks.py``
 after changing a template; the tests check that the shipped files equal this output.
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from arlkit.envs.splits import split_of
-from arlkit.envs.sql.dbgen import ensure_databases
+from arlkit.envs.sql.databases import ensure_databases
 
 HERE = Path(__file__).resolve().parents[2] / "src" / "arlkit" / "data" / "sql"
 

@@ -13,7 +13,7 @@ import pytest
 import arlkit.data
 from arlkit.envs.splits import split_of
 from arlkit.envs.sql.data import DatasetError, load_spider, read_spider_file, shipped_task_set
-from arlkit.envs.sql.dbgen import DATABASES, SCRIPT_SHA256, build_database, database_script, ensure_databases
+from arlkit.envs.sql.databases import DATABASES, SCRIPT_SHA256, build_database, database_script, ensure_databases
 from arlkit.envs.sql.safe import ReadOnlyDatabase
 
 DATA = Path(arlkit.data.__file__).resolve().parent / "sql"
@@ -27,6 +27,12 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("db_id", DATABASES)
 def test_database_scripts_match_their_pinned_checksums(db_id: str) -> None:
     assert hashlib.sha256(database_script(db_id).encode()).hexdigest() == SCRIPT_SHA256[db_id]
+
+
+def test_shipped_database_scripts_equal_the_generator_output(data_script) -> None:  # type: ignore[no-untyped-def]
+    make_databases = data_script("make_sql_databases")
+    for db_id in DATABASES:
+        assert make_databases.database_script(db_id) == database_script(db_id), db_id
 
 
 def _dump(path: Path) -> str:

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from arlkit.envs.splits import content_id
-from arlkit.envs.sql.dbgen import DATABASES, ensure_databases
+from arlkit.envs.sql.databases import DATABASES, ensure_databases
 
 __all__ = [
     "HARDNESS",
@@ -177,7 +177,7 @@ def load_spider(train_file: str | Path | None, test_file: str | Path | None, db_
 
 def shipped_task_set(cache_dir: str | Path | None = None) -> SqlTaskSet:
     """arlkit's own task set; its databases are built into ``cache_dir`` (default
-    ``<cache>/sql``, see :func:`arlkit.envs.sql.dbgen.default_cache_dir`) on first use."""
+    ``<cache>/sql``, see :func:`arlkit.envs.sql.databases.default_cache_dir`) on first use."""
     root = resources.files("arlkit") / "data" / "sql"
     databases = ensure_databases(cache_dir)
     splits = {}

@@ -1,10 +1,11 @@
-"""The five databases of arlkit's own SQL task set, generated deterministically.
+"""Writes the five databases of arlkit's own SQL task set as SQL scripts
+(``src/arlkit/data/sql/databases/<db>.sql.gz``): ``.venv/bin/python scripts/data/make_sql_databases.py``.
 
-Each database is produced as a SQL script (``CREATE TABLE`` + ``INSERT``) by a pure function of a
-fixed seed, using a small SplitMix64 generator written here (so the output cannot change with the
-Python version). The SHA-256 of every script is pinned in :data:`SCRIPT_SHA256` and checked by the
-tests; the SQLite files are built from the scripts on first use into a cache directory, under a
-name that contains the script's hash, and are only ever opened read-only afterwards.
+Each script (``CREATE TABLE`` + ``INSERT``) is a pure function of a fixed seed, drawn with
+SplitMix64 (:mod:`arlkit.envs.splitmix`, so the output cannot change with the Python version). The
+SHA-256 of every script is pinned in :data:`arlkit.envs.sql.databases.SCRIPT_SHA256`; the tests check
+that the shipped files equal this output. At run time :mod:`arlkit.envs.sql.databases` builds the
+SQLite files from the shipped scripts.
 
 Databases (rows per table, approximately):
 
@@ -18,17 +19,15 @@ Databases (rows per table, approximately):
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import os
-import sqlite3
-import tempfile
+import gzip
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from arlkit.envs.splitmix import SplitMix64
 
-__all__ = ["DATABASES", "SCRIPT_SHA256", "build_database", "database_script", "default_cache_dir", "ensure_databases"]
+OUT = Path(__file__).resolve().parents[2] / "src" / "arlkit" / "data" / "sql" / "databases"
 
 FIRST = (
     "Ava Ben Chloe Daniel Elena Felix Grace Hugo Iris Jonas Kira Liam Maya Noah Olivia Pablo Quinn Rosa Samir "
@@ -506,17 +505,6 @@ _GENERATORS: dict[str, tuple[int, Callable[[SplitMix64], Tables]]] = {
     "library": (41, _library),
     "music": (53, _music),
 }
-DATABASES = tuple(_GENERATORS)
-
-# SHA-256 of each generated script; a change to the generator must update these on purpose.
-SCRIPT_SHA256: dict[str, str] = {
-    "university": "3b9f10f323d98162d3e36a01bd326e3e5d914d82030a2a1706898abc5894550b",
-    "retail": "28a54ccdba19a424c844f22c99d2edd6fa448306a197151ebef7bbea3915f599",
-    "flights": "f71c18b356883f1313bc2f693153dfa59950d16e0f71985bf6854547ac734d61",
-    "library": "19f32fa5effe569d5c46f9a0e1d96f8cdc0adbe3387a2c30ad5b56ac147abc21",
-    "music": "0eaa5e6649b91bbf30071d6db7687cd4aeca1049275dd7c0536f6394074f8cce",
-}
-
 
 def _literal(value: Any) -> str:
     if value is None:
@@ -531,7 +519,7 @@ def _literal(value: Any) -> str:
 def database_script(db_id: str) -> str:
     """The SQL script (schema and data) of database ``db_id``; deterministic."""
     if db_id not in _GENERATORS:
-        raise ValueError(f"unknown database {db_id!r}; valid choices: {', '.join(DATABASES)}")
+        raise ValueError(f"unknown database {db_id!r}; valid choices: {', '.join(_GENERATORS)}")
     seed, make = _GENERATORS[db_id]
     lines = []
     for name, body, rows in make(SplitMix64(seed)):
@@ -543,62 +531,14 @@ def database_script(db_id: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def default_cache_dir() -> Path:
-    """``$ARLKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/arlkit``, else ``~/.cache/arlkit``."""
-    if os.environ.get("ARLKIT_CACHE_DIR"):
-        return Path(os.environ["ARLKIT_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "arlkit"
-
-
-def build_database(db_id: str, directory: str | Path) -> Path:
-    """The SQLite file of ``db_id`` under ``directory``, built from its script unless a file with
-    the script's pinned hash in its name is already there. The script is checked against the pinned
-    hash before a build. Safe when several processes build at once (each writes a private temporary
-    file and renames it into place)."""
-    if db_id not in SCRIPT_SHA256:
-        raise ValueError(f"unknown database {db_id!r}; valid choices: {', '.join(DATABASES)}")
-    directory = Path(directory)
-    path = directory / f"{db_id}-{SCRIPT_SHA256[db_id][:16]}.sqlite"
-    if path.is_file():
-        return path
-    script = database_script(db_id)
-    digest = hashlib.sha256(script.encode("utf-8")).hexdigest()
-    if digest != SCRIPT_SHA256[db_id]:
-        raise RuntimeError(
-            f"the generated script of database {db_id!r} has SHA-256 {digest}, not the pinned "
-            f"{SCRIPT_SHA256[db_id]}: the generator changed; update SCRIPT_SHA256 and regenerate the task set"
-        )
+def write_script(db_id: str, directory: Path = OUT) -> Path:
+    """Write ``<db_id>.sql.gz`` (gzip without a timestamp, so the bytes are reproducible)."""
     directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{db_id}-", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
-        conn = sqlite3.connect(tmp)
-        try:
-            conn.execute("PRAGMA journal_mode=OFF")
-            conn.execute("PRAGMA synchronous=OFF")
-            conn.executescript(script)
-            conn.commit()
-        finally:
-            conn.close()
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    path = directory / f"{db_id}.sql.gz"
+    path.write_bytes(gzip.compress(database_script(db_id).encode("utf-8"), compresslevel=9, mtime=0))
     return path
 
 
-def ensure_databases(directory: str | Path | None = None) -> dict[str, Path]:
-    """Build (or find) every shipped database; returns ``db_id -> path``.
-
-    Without ``directory`` the default cache (``default_cache_dir() / "sql"``) is used, or, when it
-    cannot be written, ``<tmp>/arlkit-<uid>/sql``.
-    """
-    if directory is not None:
-        return {db_id: build_database(db_id, directory) for db_id in DATABASES}
-    try:
-        return {db_id: build_database(db_id, default_cache_dir() / "sql") for db_id in DATABASES}
-    except OSError:
-        fallback = Path(tempfile.gettempdir()) / f"arlkit-{os.getuid()}" / "sql"
-        return {db_id: build_database(db_id, fallback) for db_id in DATABASES}
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(_GENERATORS):
+        print(f"wrote {write_script(name)}")
