@@ -11,7 +11,7 @@ from arlkit.envs import make
 from arlkit.envs.checker import JUNK_REPLIES
 from arlkit.policies import CONTEXT_LENGTH_EXCEEDED, Reply, Request, make_policy
 from arlkit.rollout import PromptConfig, build_messages, make_jobs, parse_tagged_action, run_rollouts
-from arlkit.rollout.records import ENDINGS
+from arlkit.rollout.records import ENDINGS, Trajectory
 
 
 def _factory(**config: object):
@@ -186,3 +186,46 @@ def test_counters_after_observations_keep_earlier_messages_unchanged() -> None:
     assert "3 turns in total; every observation ends" in chats[0][0]["content"]
     assert chats[2][-1]["content"].endswith("[Turns: 2 completed, 1 remaining of 3]")
     assert chats[0][1]["content"].endswith("[Turns: 0 completed, 3 remaining of 3]")
+
+
+@pytest.mark.parametrize("counters", ["system", "observation"])
+def test_each_turn_records_the_remaining_budget_its_prompt_announced(counters: str) -> None:
+    tasks = _factory()().tasks("test", 3)
+    policy = Scripted(["<action>Up</action>", "junk", "<action>Left</action>"])
+    trajs = run_rollouts(_factory(), make_jobs(tasks, 2, 5, 0), policy, PromptConfig("announced", counters=counters))
+    asked = {(r.seed, r.turn): r for r in policy.seen}
+    for traj in trajs:
+        assert [turn.remaining for turn in traj.turns] == [5 - k for k in range(len(traj.turns))]
+        assert all(turn.remaining == asked[(traj.policy_seed, k)].remaining for k, turn in enumerate(traj.turns))
+        assert all(turn.prompt is None for turn in traj.turns)  # prompts are kept only when asked
+    hidden = run_rollouts(_factory(), make_jobs(tasks, 2, 5, 0), Scripted(["<action>Up</action>"]), PromptConfig("hidden"))
+    assert all(turn.remaining is None for traj in hidden for turn in traj.turns)
+
+
+def test_kept_prompts_are_the_requests_messages_and_the_backends_prompt_ids() -> None:
+    @dataclass
+    class Encoding(Scripted):
+        """Reports prompt ids (here: the lengths of the messages), as the ``hf`` backend does."""
+
+        def generate(self, requests: Sequence[Request]) -> list[Reply]:
+            replies = super().generate(requests)
+            return [Reply(reply.text, prompt_ids=tuple(len(m["content"]) for m in request.messages))
+                    for request, reply in zip(requests, replies, strict=True)]
+
+    tasks = _factory()().tasks("test", 2)
+    for policy, prompt in ((Scripted(["<action>Down</action>"]), PromptConfig("announced", history=1)),
+                           (Encoding(["<action>Down</action>"]), PromptConfig("hidden"))):
+        trajs = run_rollouts(_factory(), make_jobs(tasks, 2, 4, 1), policy, prompt, keep_prompts=True)
+        asked = {(r.seed, r.turn): r for r in policy.seen}
+        assert len(asked) == sum(len(t.turns) for t in trajs)
+        for traj in trajs:
+            for k, turn in enumerate(traj.turns):
+                request = asked[(traj.policy_seed, k)]
+                assert turn.prompt is not None and turn.prompt.messages == request.messages
+                expected = tuple(len(m["content"]) for m in request.messages) if isinstance(policy, Encoding) else None
+                assert turn.prompt.ids == expected
+                assert turn.remaining == request.remaining
+            # the in-memory prompt stays out of the record and out of comparisons
+            line = traj.to_json()
+            assert all("prompt" not in turn for turn in line["turns"])
+            assert Trajectory.from_json(line) == traj and Trajectory.from_json(line).turns[0].prompt is None

@@ -73,6 +73,47 @@ def test_a_file_with_invalid_bytes_still_reads(tmp_path: Path) -> None:
         read_trajectories(path)
 
 
+@pytest.mark.parametrize("mode", ["announced", "hidden"])
+def test_the_announced_remaining_budget_survives_a_jsonl_round_trip(tmp_path: Path, mode: str) -> None:
+    from arlkit.envs import make
+    from arlkit.policies import make_policy
+    from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
+
+    tasks = make("frozenlake", size=4, t_max=6).tasks("test", 3)
+    trajs = run_rollouts(lambda: make("frozenlake", size=4, t_max=6), make_jobs(tasks, 2, 6, 0),
+                         make_policy("random"), PromptConfig(mode), keep_prompts=True)  # type: ignore[arg-type]
+    path = tmp_path / "t.jsonl"
+    with JsonlWriter(path) as writer:
+        for t in trajs:
+            writer.write(t)
+    line = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+    assert [turn["remaining"] for turn in line["turns"]] == (
+        [6 - k for k in range(len(line["turns"]))] if mode == "announced" else [None] * len(line["turns"]))
+    assert all("prompt" not in turn for turn in line["turns"])  # the messages stay in memory
+    back = read_trajectories(path)
+    assert back == trajs
+    assert [[turn.remaining for turn in t.turns] for t in back] == [[turn.remaining for turn in t.turns] for t in trajs]
+
+
+def test_records_older_than_the_remaining_field_load(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    lines = []
+    for mode in ("announced", "hidden"):
+        trajectory = _trajectory("<action>Left</action>", "Left", "o")
+        trajectory.budget_mode = mode
+        trajectory.turns.append(TurnRecord("<action>Up</action>", "Up", True, 0.0, "o2", remaining=4))
+        data = trajectory.to_json()
+        for turn in data["turns"]:
+            del turn["remaining"]  # as written before the field existed
+        lines.append(json.dumps(data))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    announced, hidden = read_trajectories(path)
+    # what every prompt announced: the budget (5) less the turns completed; nothing in hidden mode
+    assert [turn.remaining for turn in announced.turns] == [5, 4]
+    assert [turn.remaining for turn in hidden.turns] == [None, None]
+    assert [turn.reply for turn in announced.turns] == ["<action>Left</action>", "<action>Up</action>"]
+
+
 @dataclass
 class SurrogatePolicy:
     """Replies with lone surrogates inside and outside the action tag (as a server's JSON

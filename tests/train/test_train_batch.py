@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,9 @@ from arlkit.algos import RewardConfig
 from arlkit.envs import make
 from arlkit.policies import SamplingConfig
 from arlkit.policies.hf import HFPolicy
-from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
-from arlkit.rollout.records import Trajectory, TurnRecord
-from arlkit.train.batch import ChatTokens, RecordingPolicy, build_batch, score_trajectory
+from arlkit.rollout import PromptConfig, make_jobs, run_rollouts, turn_messages
+from arlkit.rollout.records import Prompt, Trajectory, TurnRecord
+from arlkit.train.batch import ChatTokens, build_batch, score_trajectory
 from arlkit.train.forward import Critic, TokenRow, _plan, score_rows
 from arlkit.train.model import load_model
 
@@ -24,41 +25,73 @@ from .conftest import EASY_ENV
 def _rollouts(model_dir: Path, history: int | None, budget: int = 6, counters: str = "system"):
     model, tokenizer = load_model(model_dir, attn_implementation="eager")
     policy = HFPolicy(model, tokenizer, SamplingConfig(temperature=1.0, max_new_tokens=10), attn_implementation="eager")
-    recorder = RecordingPolicy(policy)
     tasks = make("frozenlake", **EASY_ENV).tasks("train", 3)
     trajectories = run_rollouts(lambda: make("frozenlake", **EASY_ENV), make_jobs(tasks, 3, budget, 0, group="g"),
-                                recorder, PromptConfig("announced", history, counters))
-    return model, tokenizer, recorder, trajectories
+                                policy, PromptConfig("announced", history, counters), keep_prompts=True)
+    return model, tokenizer, policy, trajectories
+
+
+def _with_prompts(trajectories: list[Trajectory], prompts) -> list[Trajectory]:  # type: ignore[no-untyped-def]
+    """Copies of ``trajectories`` whose turn k holds ``prompts(trajectory, k)`` as its recorded prompt."""
+    return [dataclasses.replace(t, turns=[dataclasses.replace(turn, prompt=prompts(t, k)) for k, turn in enumerate(t.turns)])
+            for t in trajectories]
+
+
+def _rerendered(history: int | None, counters: str):  # type: ignore[no-untyped-def]
+    """The prompt of turn k rebuilt from the trajectory's record by ``turn_messages`` (no token ids)."""
+    env = make("frozenlake", **EASY_ENV)
+    tasks = {task.task_id: task for task in env.tasks("train", 3)}
+
+    def prompt(t: Trajectory, k: int) -> Prompt:
+        env.reset(tasks[t.task_id], t.env_seed)
+        messages = turn_messages(env.name, env.instruction(), env.action_format(), budget=t.budget,
+                                 observations=[t.initial_observation, *(x.observation for x in t.turns[:k])],
+                                 replies=[x.reply for x in t.turns[:k]], prompt=PromptConfig("announced", history, counters))
+        return Prompt(messages)
+
+    return prompt
 
 
 def test_step_rows_are_the_exact_prompts_and_reproduce_sampling_logprobs(bc_dir: Path) -> None:
-    model, tokenizer, recorder, trajectories = _rollouts(bc_dir, history=1)
+    model, tokenizer, policy, trajectories = _rollouts(bc_dir, history=1)
     chat = ChatTokens(tokenizer)
     outcomes = [score_trajectory(t, RewardConfig()) for t in trajectories]
-    batch = build_batch(trajectories, outcomes, recorder, chat, step_rows=True, budget_anchors=True)
+    batch = build_batch(trajectories, outcomes, chat, step_rows=True, budget_anchors=True)
     assert len(batch.rows) == sum(len(t.turns) for t in trajectories)
     scored = score_rows(model, batch.rows, precision="fp32", pad_id=chat.pad_id)
     for i, row in enumerate(batch.rows):
         t = trajectories[batch.traj[i]]
         turn = t.turns[batch.step[i]]
-        prompt = recorder.inner.prompt_ids(recorder.messages(t, batch.step[i]))
+        prompt = policy.prompt_ids(turn.prompt.messages)
         assert list(row.ids) == prompt + turn.token_ids
         # the training forward gives the log-probs the sampler drew from (temperature 1)
         assert torch.allclose(scored.logprobs[i], torch.tensor(turn.logprobs), atol=1e-4)
         assert batch.anchors[i] == (turn.state, t.budget - batch.step[i])
     assert batch.mask.sum() == sum(len(turn.token_ids) for t in trajectories for turn in t.turns)
-    # rows reuse the ids the backend sampled after; re-encoding the recorded messages gives the same rows
-    assert len(recorder.prompt_ids) == len(batch.rows)
-    fallback = build_batch(trajectories, outcomes, recorder.prompts, chat, step_rows=True, budget_anchors=True)
-    assert [r.ids for r in fallback.rows] == [r.ids for r in batch.rows]
+    # rows reuse the ids the backend sampled after; re-encoding the recorded messages gives the same rows,
+    # and so do the prompts rebuilt from the record by turn_messages (the rows are what they always were)
+    assert all(turn.prompt.ids is not None for t in trajectories for turn in t.turns)
+    messages_only = _with_prompts(trajectories, lambda t, k: Prompt(t.turns[k].prompt.messages))
+    rerendered = _with_prompts(trajectories, _rerendered(history=1, counters="system"))
+    for other in (messages_only, rerendered):
+        fallback = build_batch(other, outcomes, chat, step_rows=True, budget_anchors=True)
+        assert [r.ids for r in fallback.rows] == [r.ids for r in batch.rows]
+        assert [r.targets for r in fallback.rows] == [r.targets for r in batch.rows]
+    assert [[turn.prompt.messages for turn in t.turns] for t in rerendered] == [
+        [turn.prompt.messages for turn in t.turns] for t in trajectories]
+    with pytest.raises(ValueError, match="keep_prompts"):
+        build_batch(_with_prompts(trajectories, lambda t, k: None), outcomes, chat, step_rows=True, budget_anchors=True)
 
 
 @pytest.mark.parametrize("counters", ["system", "observation"])
 def test_trajectory_rows_hold_every_reply_as_targets_and_nothing_else(bc_dir: Path, counters: str) -> None:
-    model, tokenizer, recorder, trajectories = _rollouts(bc_dir, history=None, counters=counters)
+    model, tokenizer, _, trajectories = _rollouts(bc_dir, history=None, counters=counters)
     chat = ChatTokens(tokenizer)
     outcomes = [score_trajectory(t, RewardConfig()) for t in trajectories]
-    batch = build_batch(trajectories, outcomes, recorder, chat, step_rows=False, budget_anchors=False)
+    batch = build_batch(trajectories, outcomes, chat, step_rows=False, budget_anchors=False)
+    rebuilt = build_batch(_with_prompts(trajectories, _rerendered(history=None, counters=counters)), outcomes, chat,
+                          step_rows=False, budget_anchors=False)
+    assert [(r.ids, r.targets) for r in rebuilt.rows] == [(r.ids, r.targets) for r in batch.rows]
     assert len(batch.rows) == len(trajectories)
     for i, row in enumerate(batch.rows):
         t = trajectories[i]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from arlkit.envs import make
 from arlkit.policies import SamplingConfig
@@ -54,11 +55,12 @@ def test_demonstrations_use_the_agents_prompts_and_oracle_labels(nano_dir: Path)
                        samples=2, history=1, think="")
     demos = collect_demonstrations(config)
     assert len(demos.trajectories) == 6 and demos.kept == list(range(6))
-    for t in demos.trajectories:
-        for k, turn in enumerate(t.turns):
-            messages = demos.prompts[(t.policy_seed, k)]
+    for t, labels in zip(demos.trajectories, demos.targets, strict=True):
+        assert len(labels) == len(t.turns)
+        for k, (turn, label) in enumerate(zip(t.turns, labels, strict=True)):
+            messages = turn.prompt.messages
             assert f"{t.budget} turns in total, {k} completed, {t.budget - k} remaining" in messages[0]["content"]
-            label = demos.targets[(t.policy_seed, k)]
+            assert turn.remaining == t.budget - k
             assert label.startswith("<think></think><action>") and turn.reply.startswith("<think>exploring")
     _, tokenizer = load_model(nano_dir, attn_implementation="eager")
     chat = ChatTokens(tokenizer)
@@ -66,7 +68,7 @@ def test_demonstrations_use_the_agents_prompts_and_oracle_labels(nano_dir: Path)
     assert len(rows) == len(systems) == sum(len(t.turns) for t in demos.trajectories)
     row = rows[0]
     target_text = tokenizer.decode([row.ids[i] for i in row.targets])
-    assert target_text == demos.targets[(demos.trajectories[0].policy_seed, 0)]
+    assert target_text == demos.targets[0][0]
     assert list(row.targets) == list(range(row.targets[0], len(row.ids)))  # targets: the reply, at the end
 
     kept = collect_demonstrations(SFTConfig(model=str(nano_dir), env_args=EASY_ENV, expert="oracle", keep="success",
@@ -75,7 +77,6 @@ def test_demonstrations_use_the_agents_prompts_and_oracle_labels(nano_dir: Path)
 
 
 def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_ones(nano_dir: Path) -> None:
-    import pytest
 
     config = SFTConfig(model=str(nano_dir), env_args=dict(EASY_ENV, t_max=6), expert="noisy-oracle:0.5", tasks=4,
                        samples=2, history=None, counters="observation", rows="trajectory")
@@ -86,7 +87,7 @@ def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_o
     wanted_per_trajectory = []
     for i in demos.kept:
         t = demos.trajectories[i]
-        wanted = [(turn.action or "").lower() in demos.optimal[(t.policy_seed, k)] for k, turn in enumerate(t.turns)]
+        wanted = [(turn.action or "").lower() in demos.optimal[i][k] for k, turn in enumerate(t.turns)]
         if any(wanted):
             wanted_per_trajectory.append((t, wanted))
     assert len(rows) == len(systems) == len(wanted_per_trajectory) > 0
@@ -94,8 +95,8 @@ def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_o
     for row, (t, wanted) in zip(rows, wanted_per_trajectory, strict=True):
         text = tokenizer.decode(list(row.ids))
         # the row is the whole executed chat: the first prompt, then every reply in order
-        assert text.startswith(chat.render(demos.prompts[(t.policy_seed, 0)]))
-        cursor = len(chat.render(demos.prompts[(t.policy_seed, 0)]))
+        assert text.startswith(chat.render(t.turns[0].prompt.messages))
+        cursor = len(chat.render(t.turns[0].prompt.messages))
         for turn in t.turns:
             cursor = text.index(turn.reply, cursor) + len(turn.reply)
         # the targets are exactly the optimal replies' tokens, in order
@@ -140,3 +141,51 @@ def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Pa
     assert again.final_loss == resumed.final_loss
     with pytest.raises(ConfigError, match="holds a different run"):
         run_sft(SFTConfig(**{**config.__dict__, "steps": 8}), tmp_path / "resumed", progress=False)
+
+
+class _RequestTimeLabels:
+    """The labels as they were computed before the trajectories recorded their prompts: at request time,
+    from the live environment, for the remaining budget the request announced."""
+
+    def __init__(self, inner, think: str) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.think, self.name = inner, think, inner.name
+        self.labels: dict[tuple[int, int], str] = {}
+        self.optimal: dict[tuple[int, int], set[str]] = {}
+
+    def generate(self, requests):  # type: ignore[no-untyped-def]
+        from arlkit.policies.scripted import format_reply, oracle_horizon
+
+        for request in requests:
+            best = list(request.env.optimal_actions(oracle_horizon(request)))
+            self.optimal[(request.seed, request.turn)] = {a.lower() for a in best}
+            rng = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 7])
+            self.labels[(request.seed, request.turn)] = format_reply(self.think, best[int(rng.integers(len(best)))])
+        return self.inner.generate(requests)
+
+
+@pytest.mark.parametrize("budget_mode,budget", [("announced", "budgetmix"), ("hidden", "full")])
+def test_relabelling_from_the_replayed_trajectory_gives_the_request_time_labels(
+    monkeypatch: pytest.MonkeyPatch, budget_mode: str, budget: str
+) -> None:
+    from arlkit.recipes import sft
+    from arlkit.policies import make_policy
+
+    seen: list[_RequestTimeLabels] = []
+
+    def wrapped(spec: str) -> _RequestTimeLabels:
+        seen.append(_RequestTimeLabels(make_policy(spec), "plan"))
+        return seen[-1]
+
+    monkeypatch.setattr(sft, "make_policy", wrapped)
+    # slippery maps and a noisy expert: the states (and the oracle's horizons) differ from turn to turn
+    config = SFTConfig(env_args={"size": 4, "t_max": 12}, expert="noisy-oracle:0.5", tasks=4, samples=3, history=1,
+                       think="plan", budget_mode=budget_mode, budget=budget)
+    demos = collect_demonstrations(config)
+    (live,) = seen
+    assert sum(len(t.turns) for t in demos.trajectories) > 12
+    for t, labels, optimal in zip(demos.trajectories, demos.targets, demos.optimal, strict=True):
+        assert t.policy == "noisy-oracle:0.5"
+        assert labels == [live.labels[(t.policy_seed, k)] for k in range(len(t.turns))]
+        assert optimal == [live.optimal[(t.policy_seed, k)] for k in range(len(t.turns))]
+        assert [turn.remaining for turn in t.turns] == (
+            [t.budget - k for k in range(len(t.turns))] if budget_mode == "announced" else [None] * len(t.turns))

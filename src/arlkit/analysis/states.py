@@ -14,7 +14,7 @@ Rebuilding states needs the environment's :class:`~arlkit.envs.StateKey` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "point_messages",
     "point_request",
     "points_at",
+    "replay",
     "replay_states",
     "restore_point",
     "sample_points",
@@ -87,10 +88,9 @@ class StatePoint:
         return self.t / self.budget
 
 
-def replay_states(
-    env: Env, task: Task, trajectory: Trajectory, *, history: int | None = None, check: bool = True
-) -> list[StatePoint]:
-    """The pre-action state of every turn of ``trajectory`` (``len(turns)`` points, ``t = 0..``).
+def replay(env: Env, task: Task, trajectory: Trajectory, *, check: bool = True) -> Iterator[int]:
+    """Put ``env`` in the pre-action state of every turn of ``trajectory`` in turn: yields ``t = 0..``
+    with ``env`` in the state before turn t (the caller reads it and must not step it).
 
     Raises :class:`ReplayError` when ``check`` is on and a replayed state key differs from the
     recorded one, and :class:`~arlkit.envs.MissingCapability` when ``env`` has no state keys or
@@ -100,9 +100,6 @@ def replay_states(
     if task.task_id != trajectory.task_id:
         raise ValueError(f"task {task.task_id} does not match trajectory task {trajectory.task_id}")
     env.reset(task, trajectory.env_seed)
-    observations = [trajectory.initial_observation]
-    replies: list[str] = []
-    points = []
     for t, turn in enumerate(trajectory.turns):
         key = str(env.state_key())  # type: ignore[attr-defined]
         if check and turn.state and key != turn.state:
@@ -110,6 +107,19 @@ def replay_states(
                 f"replaying {trajectory.task_id} sample {trajectory.sample} gave state {key!r} before turn {t + 1}, "
                 f"the record says {turn.state!r}"
             )
+        yield t
+        if turn.valid and turn.action is not None:
+            env.step(turn.action)
+
+
+def replay_states(
+    env: Env, task: Task, trajectory: Trajectory, *, history: int | None = None, check: bool = True
+) -> list[StatePoint]:
+    """The pre-action state of every turn of ``trajectory`` (``len(turns)`` points, ``t = 0..``),
+    replayed by :func:`replay` (which raises :class:`ReplayError` on a state that differs from the
+    record when ``check`` is on)."""
+    points = []
+    for t in replay(env, task, trajectory, check=check):
         points.append(
             StatePoint(
                 task=task,
@@ -119,17 +129,13 @@ def replay_states(
                 budget=trajectory.budget,
                 budget_mode=trajectory.budget_mode,
                 history=history,
-                observations=tuple(observations),
-                replies=tuple(replies),
-                snapshot=env.snapshot(),  # type: ignore[attr-defined]
-                state_key=key,
+                observations=(trajectory.initial_observation, *(turn.observation for turn in trajectory.turns[:t])),
+                replies=tuple(turn.reply for turn in trajectory.turns[:t]),
+                snapshot=env.snapshot(),
+                state_key=str(env.state_key()),
                 policy_seed=trajectory.policy_seed,
             )
         )
-        if turn.valid and turn.action is not None:
-            env.step(turn.action)
-        observations.append(turn.observation)
-        replies.append(turn.reply)
     return points
 
 

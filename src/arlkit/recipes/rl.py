@@ -50,8 +50,8 @@ from arlkit.algos import (
 )
 from arlkit.envs import make
 from arlkit.policies.hf import HFPolicy
-from arlkit.rollout import PROMPT_VERSION, PromptConfig, derive_seed, make_jobs, run_rollouts
-from arlkit.train.batch import ChatTokens, RecordingPolicy, RowBatch, announced_counters, build_batch, pad_rows, score_trajectory
+from arlkit.rollout import PROMPT_VERSION, PromptConfig, Trajectory, derive_seed, make_jobs, run_rollouts
+from arlkit.train.batch import ChatTokens, RowBatch, build_batch, pad_rows, score_trajectory
 from arlkit.train.budgetmix import sample_group_budgets
 from arlkit.rundir import atomic_write_text, check_run_dir, claim_run_dir
 from arlkit.train.checkpoint import load_latest_checkpoint, restore_state, save_checkpoint
@@ -214,7 +214,6 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
 
             # 1. rollouts, one budget per group, with dynamic filtering when the preset asks for it
             policy.clear_cache()
-            recorder = RecordingPolicy(policy)
             kept: list[tuple[list[Any], list[Any], int]] = []
             attempt, needed, dropped = 1, config.tasks_per_step, 0
             while True:
@@ -225,8 +224,8 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
                         for job in make_jobs([train_tasks[int(i)]], config.group_size, budget,
                                              derive_seed(config.seed, "rollout", step, attempt, g),
                                              group=f"s{step}a{attempt}g{g}")]
-                trajectories = run_rollouts(make_env, jobs, recorder, prompt, max_active=config.max_active,
-                                            policy_name="policy")
+                trajectories = run_rollouts(make_env, jobs, policy, prompt, max_active=config.max_active,
+                                            policy_name="policy", keep_prompts=True)
                 groups = []
                 for g, budget in enumerate(budgets):
                     trajs = trajectories[g * config.group_size : (g + 1) * config.group_size]
@@ -240,7 +239,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
                                              training_step=step, config=algo.filter_config)
                     keep, done, dropped = list(decision.keep), decision.done, dropped + decision.num_dropped
                 for group, k in zip(groups, keep, strict=True):
-                    rollout_log.write(step, attempt, group, k, recorder)
+                    rollout_log.write(step, attempt, group, k)
                 kept += [group for group, k in zip(groups, keep, strict=True) if k]
                 if done:
                     break
@@ -264,7 +263,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
 
             # 2-3. rows in the preset's layout; mini-batch parts; old / reference log-probs and values
             t_update = time.monotonic()
-            batch = build_batch(trajectories, outcomes, recorder, chat, step_rows=algo.step_rows,
+            batch = build_batch(trajectories, outcomes, chat, step_rows=algo.step_rows,
                                 budget_anchors=config.budget == "budgetmix")
             metrics["rollout/rows"] = float(len(batch.rows))
             if not batch.rows:
@@ -398,6 +397,13 @@ def _partition(batch: RowBatch, parts: int, rng: np.random.Generator) -> list[li
     return out
 
 
+def _announced(trajectory: Trajectory) -> list[list[int] | None]:
+    """Per turn, the ``(total, completed, remaining)`` counters the prompt announced (the recorded
+    remaining budget under the trajectory's budget), or None where it announced none (hidden mode)."""
+    return [None if turn.remaining is None else [trajectory.budget, k, turn.remaining]
+            for k, turn in enumerate(trajectory.turns)]
+
+
 class _RolloutLog:
     """``rollouts.jsonl``: one line per sampled group (budget, announced counters, rewards), the
     evidence ``arlkit budgetmix audit`` checks. Lines of steps after a resumed checkpoint are dropped."""
@@ -413,8 +419,7 @@ class _RolloutLog:
         atomic_write_text(path, "".join(lines))
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115
 
-    def write(self, step: int, attempt: int, group: tuple[list[Any], list[Any], int], kept: bool,
-              recorder: RecordingPolicy) -> None:
+    def write(self, step: int, attempt: int, group: tuple[list[Any], list[Any], int], kept: bool) -> None:
         trajs, outcomes, budget = group
         self._file.write(json.dumps({
             "step": step, "attempt": attempt, "group": trajs[0].group if trajs else None,
@@ -422,7 +427,7 @@ class _RolloutLog:
             "trajectories": [{
                 "sample": t.sample, "budget": t.budget, "turns": len(t.turns), "success": t.success,
                 "exhausted": o.exhausted, "outcome": o.outcome, "score": o.score,
-                "announced": [announced_counters(recorder.messages(t, k)) for k in range(len(t.turns))],
+                "announced": _announced(t),
             } for t, o in zip(trajs, outcomes, strict=True)],
         }) + "\n")
         self._file.flush()

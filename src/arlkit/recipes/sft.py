@@ -2,9 +2,10 @@
 
 1. **Demonstrations.** An expert policy (the env oracle, a noisy oracle, or a model: ``hf:PATH``) plays
    training tasks through the very prompts the agent will see (same budget mode, history window and
-   announced budgets). With ``relabel`` (default) every step's target is the oracle's optimal action
-   for the announced remaining budget (states from the noisy expert, labels from the oracle); otherwise
-   the expert's own reply is cloned. ``keep: success`` keeps only successful trajectories (ARLArena's
+   announced budgets); the trajectories keep the prompts the expert was shown. With ``relabel``
+   (default) every step's target is the oracle's optimal action for the remaining budget the prompt
+   announced (states from the noisy expert, rebuilt by replaying its actions; labels from the oracle);
+   otherwise the expert's own reply is cloned. ``keep: success`` keeps only successful trajectories (ARLArena's
    self-bootstrapped variant with a model as the expert).
 2. **Fine-tuning** on the reply tokens only: each row is the exact prompt plus the target reply; prompt
    and observation tokens are context, the loss is the mean negative log-likelihood of reply tokens.
@@ -23,17 +24,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
+from arlkit.analysis.states import replay
 from arlkit.config import ConfigError
-from arlkit.envs import Oracle, make
-from arlkit.policies import Reply, Request, make_policy
+from arlkit.envs import Oracle, Task, make
+from arlkit.policies import Message, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon
 from arlkit.rollout import PROMPT_VERSION, PromptConfig, derive_seed, make_jobs, run_rollouts
-from arlkit.rollout.records import Trajectory
+from arlkit.rollout.records import Trajectory, TurnRecord
 from arlkit.train.batch import ChatTokens, trajectory_row
 from arlkit.train.budgetmix import sample_group_budgets
 from arlkit.rundir import atomic_write_text, claim_run_dir
@@ -47,54 +48,54 @@ from arlkit.train.tracking import MetricsLog, progress_bar
 __all__ = ["SFTResult", "collect_demonstrations", "run_sft", "sft_rows"]
 
 
-class _Labeler:
-    """Wraps the expert: executes its replies, and records for every request the messages and (with
-    ``relabel``) the oracle's optimal reply for the announced remaining budget."""
-
-    def __init__(self, inner: Any, relabel: bool, think: str) -> None:
-        self.inner, self.relabel, self.think = inner, relabel, think
-        self.name = getattr(inner, "name", "expert")
-        self.prompts: dict[tuple[int, int], Sequence[Any]] = {}
-        self.labels: dict[tuple[int, int], str] = {}
-        self.optimal: dict[tuple[int, int], set[str]] = {}
-
-    def generate(self, requests: Sequence[Request]) -> list[Reply]:
-        for request in requests:
-            key = (request.seed, request.turn)
-            self.prompts[key] = request.messages
-            if self.relabel:
-                env = request.env
-                if not isinstance(env, Oracle):
-                    raise ConfigError(f"relabel: the environment {getattr(env, 'name', '?')!r} has no oracle; set relabel: false")
-                best = list(env.optimal_actions(oracle_horizon(request)))
-                self.optimal[key] = {a.lower() for a in best}
-                rng = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 7])
-                self.labels[key] = format_reply(self.think, best[int(rng.integers(len(best)))])
-        return list(self.inner.generate(requests))
-
-
 @dataclass
 class Demonstrations:
-    """Collected demonstrations.
+    """Collected demonstrations. The prompts are the trajectories' own (``TurnRecord.prompt``).
 
     Attributes:
-        trajectories: every trajectory played (kept or not).
+        trajectories: every trajectory played (kept or not), with the prompts the expert was shown.
         kept: indices of the kept trajectories.
-        prompts: the messages of each request, keyed by ``(policy seed, turn)``.
-        targets: the target reply of each step, keyed likewise.
-        optimal: the oracle's optimal actions (lower case) at each step (``relabel`` only).
+        targets: per trajectory, the target reply of each turn.
+        optimal: per trajectory, the oracle's optimal actions (lower case) at each turn (``relabel``
+            only; empty otherwise).
     """
 
     trajectories: list[Trajectory]
     kept: list[int]
-    prompts: dict[tuple[int, int], Sequence[Any]]
-    targets: dict[tuple[int, int], str]
-    optimal: dict[tuple[int, int], set[str]]
+    targets: list[list[str]]
+    optimal: list[list[set[str]]]
+
+
+def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Sequence[Trajectory]
+                   ) -> tuple[list[list[str]], list[list[set[str]]]]:
+    """Per trajectory and turn, the oracle's reply and optimal actions in the state the turn started
+    from, rebuilt by replaying the recorded actions (:func:`~arlkit.analysis.states.replay`), for the
+    remaining budget the prompt announced (the oracle's horizon); the reply's action is drawn among
+    the optimal ones by a generator seeded with (policy seed, turn)."""
+    env = make(config.env, **config.env_args)
+    assert isinstance(env, Oracle)  # checked before the rollouts
+    by_id = {task.task_id: task for task in tasks}
+    targets, optimal = [], []
+    for trajectory in trajectories:
+        labels, best_sets = [], []
+        for t in replay(env, by_id[trajectory.task_id], trajectory):
+            turn = trajectory.turns[t]
+            shown = turn.prompt.messages if turn.prompt is not None else ()
+            request = Request(shown, trajectory.policy_seed, t, env, turn.remaining)
+            best = list(env.optimal_actions(oracle_horizon(request)))
+            best_sets.append({a.lower() for a in best})
+            rng = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 7])
+            labels.append(format_reply(config.think, best[int(rng.integers(len(best)))]))
+        targets.append(labels)
+        optimal.append(best_sets)
+    return targets, optimal
 
 
 def collect_demonstrations(config: SFTConfig) -> Demonstrations:
     """Play the expert on the first ``config.tasks`` training tasks (module docstring, step 1)."""
     env = make(config.env, **config.env_args)
+    if config.relabel and not isinstance(env, Oracle):
+        raise ConfigError(f"relabel: the environment {env.name!r} has no oracle; set relabel: false")
     budgets = resolve_budgets(config.budget, int(env.t_max))
     tasks = env.tasks("train", config.tasks)
     rng = np.random.default_rng([config.seed, 1729])
@@ -105,15 +106,23 @@ def collect_demonstrations(config: SFTConfig) -> Demonstrations:
         for job in make_jobs([task], config.samples, budget, derive_seed(config.seed, "sft", i), group=f"sft:{i}")
     ]
     expert = make_policy(config.expert)
-    labeler = _Labeler(expert, config.relabel, config.think)
     trajectories = run_rollouts(
-        lambda: make(config.env, **config.env_args), jobs, labeler, PromptConfig(config.budget_mode, config.history, config.counters)
+        lambda: make(config.env, **config.env_args), jobs, expert,
+        PromptConfig(config.budget_mode, config.history, config.counters),
+        policy_name=str(getattr(expert, "name", "expert")), keep_prompts=True,
     )
     kept = [i for i, t in enumerate(trajectories) if t.turns and (config.keep == "all" or t.success)]
-    targets = labeler.labels if config.relabel else {
-        (t.policy_seed, k): turn.reply for t in trajectories for k, turn in enumerate(t.turns)
-    }
-    return Demonstrations(trajectories, kept, labeler.prompts, targets, labeler.optimal)
+    if config.relabel:
+        targets, optimal = _oracle_labels(config, tasks, trajectories)
+    else:
+        targets, optimal = [[turn.reply for turn in t.turns] for t in trajectories], []
+    return Demonstrations(trajectories, kept, targets, optimal)
+
+
+def _shown(turn: TurnRecord) -> Sequence[Message]:
+    """The messages the expert was shown before ``turn``."""
+    assert turn.prompt is not None  # collect_demonstrations keeps the prompts
+    return turn.prompt.messages
 
 
 def sft_rows(demos: Demonstrations, chat: ChatTokens, layout: str = "step") -> tuple[list[TokenRow], list[str]]:
@@ -125,30 +134,25 @@ def sft_rows(demos: Demonstrations, chat: ChatTokens, layout: str = "step") -> t
     if layout == "trajectory":
         for i in demos.kept:
             trajectory = demos.trajectories[i]
-            seed = trajectory.policy_seed
-            n = len(trajectory.turns)
             if demos.optimal:
-                wanted = [(turn.action or "").strip().lower() in demos.optimal.get((seed, k), set())
-                          for k, turn in enumerate(trajectory.turns)]
+                wanted = [(turn.action or "").strip().lower() in best
+                          for turn, best in zip(trajectory.turns, demos.optimal[i], strict=True)]
             else:
-                wanted = [True] * n
+                wanted = [True] * len(trajectory.turns)
             if not any(wanted):
                 continue
-            row, _ = trajectory_row(chat, demos.prompts[(seed, 0)], [demos.prompts[(seed, k)] for k in range(1, n)],
-                                    trajectory, replies=[chat.ids(t.reply) for t in trajectory.turns],
+            row, _ = trajectory_row(chat, trajectory, replies=[chat.ids(t.reply) for t in trajectory.turns],
                                     targets_of=wanted)
             rows.append(row)
-            systems.append(str(demos.prompts[(seed, 0)][0].get("content", "")))
+            systems.append(str(_shown(trajectory.turns[0])[0].get("content", "")))
         return rows, systems
     for i in demos.kept:
-        trajectory = demos.trajectories[i]
-        for turn in range(len(trajectory.turns)):
-            key = (trajectory.policy_seed, turn)
-            prompt = chat.prompt_ids(demos.prompts[key])
-            target = chat.ids(demos.targets[key])
-            ids = prompt + target
+        for turn, target in zip(demos.trajectories[i].turns, demos.targets[i], strict=True):
+            messages = _shown(turn)
+            prompt = chat.prompt_ids(messages)
+            ids = prompt + chat.ids(target)
             rows.append(TokenRow(tuple(ids), tuple(range(len(prompt), len(ids)))))
-            systems.append(str(demos.prompts[key][0].get("content", "")))
+            systems.append(str(messages[0].get("content", "")))
     return rows, systems
 
 

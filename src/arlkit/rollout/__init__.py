@@ -10,7 +10,7 @@ from arlkit.rollout.prompts import (
     system_prompt,
     turn_messages,
 )
-from arlkit.rollout.records import JsonlWriter, Trajectory, TurnRecord, read_trajectories
+from arlkit.rollout.records import JsonlWriter, Prompt, Trajectory, TurnRecord, read_trajectories
 from arlkit.rollout.seeds import derive_seed
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "PROMPT_VERSION",
     "Job",
     "JsonlWriter",
+    "Prompt",
     "PromptConfig",
     "Trajectory",
     "TurnRecord",

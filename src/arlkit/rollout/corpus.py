@@ -11,35 +11,20 @@ arlkit's code, so the same call writes byte-identical files.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from arlkit.envs import list_envs, make
-from arlkit.policies.protocol import Message, Reply, Request
+from arlkit.policies.protocol import Message
 from arlkit.policies.scripted import NoisyOraclePolicy, RandomPolicy
 from arlkit.policies.tiny import build_tiny_model, render_chatml
 from arlkit.rollout.engine import make_jobs, run_rollouts
 from arlkit.rollout.prompts import PromptConfig
+from arlkit.rollout.records import Trajectory
 
 __all__ = ["corpus_texts", "init_tiny_model"]
 
 
 # -- corpus ------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Recorder:
-    """Wraps a scripted policy and keeps every conversation it was shown and every reply."""
-
-    inner: object
-    conversations: list[list[Message]]
-    name: str = "recorder"
-
-    def generate(self, requests: Sequence[Request]) -> list[Reply]:
-        replies: list[Reply] = self.inner.generate(requests)  # type: ignore[attr-defined]
-        for request, reply in zip(requests, replies, strict=True):
-            self.conversations.append([*request.messages, {"role": "assistant", "content": reply.text}])
-        return replies
 
 
 # (environment, config overrides, tasks, samples, budgets) played for the corpus.
@@ -49,6 +34,21 @@ _CORPUS_PLAN: tuple[tuple[str, dict[str, object], int, int, tuple[int, ...]], ..
     ("frozenlake", {"size": 6, "t_max": 70, "slippery": False}, 6, 1, (12,)),
     ("sokoban", {}, 4, 2, (8,)),
 )
+
+
+def _conversations(trajectories: Sequence[Trajectory]) -> list[list[Message]]:
+    """Every prompt the policy was shown, followed by its reply, in the order the engine asked:
+    turn by turn, and within a turn in job order (every job of the call was active from the first
+    tick, so each tick asked every running trajectory, in job order, for its next turn)."""
+    longest = max((len(t.turns) for t in trajectories), default=0)
+    out = []
+    for k in range(longest):
+        for trajectory in trajectories:
+            if k < len(trajectory.turns):
+                turn = trajectory.turns[k]
+                assert turn.prompt is not None  # kept by run_rollouts(keep_prompts=True)
+                out.append([*turn.prompt.messages, {"role": "assistant", "content": turn.reply}])
+    return out
 
 
 def corpus_texts(seed: int = 0) -> list[str]:
@@ -65,16 +65,17 @@ def corpus_texts(seed: int = 0) -> list[str]:
         tasks = make(env_name, **overrides).tasks("train", n_tasks)
         for mode in ("announced", "hidden"):
             for policy in (RandomPolicy(), NoisyOraclePolicy(0.3, "noisy-oracle:0.3")):
-                recorder = _Recorder(policy, [])
                 for budget in budgets:
                     jobs = make_jobs(tasks, samples, budget, seed + 1000 * index)
-                    run_rollouts(
+                    trajectories = run_rollouts(
                         lambda env_name=env_name, overrides=overrides: make(env_name, **overrides),
                         jobs,
-                        recorder,
+                        policy,
                         PromptConfig(budget_mode=mode),  # type: ignore[arg-type]
+                        max_active=len(jobs),  # all at once: the corpus's order is the engine's (_conversations)
+                        keep_prompts=True,
                     )
-                texts.extend(render_chatml(c) for c in recorder.conversations)
+                    texts.extend(render_chatml(c) for c in _conversations(trajectories))
     return texts
 
 

@@ -6,6 +6,10 @@ state, budget spent, the policy's context window full, or a backend error; each 
 ``ended_by``); waiting jobs take their places (continuous batching).
 Each trajectory carries its own environment and policy seeds, so its outcome does not depend on
 which other trajectories share its batches.
+
+Every turn records the remaining budget its prompt announced (``TurnRecord.remaining``) and, when
+the caller asks (``keep_prompts``), the exact messages the policy was shown and the prompt token ids
+the backend reports (``TurnRecord.prompt``), so callers read what the policy saw from the trajectory.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Policy, Reply, Request
 from arlkit.rollout.prompts import PromptConfig, turn_messages
 from arlkit.envs.parsing import valid_utf8
-from arlkit.rollout.records import POLICY_ERROR, Trajectory, TurnRecord
+from arlkit.rollout.records import POLICY_ERROR, Prompt, Trajectory, TurnRecord
 from arlkit.rollout.seeds import derive_seed
 
 __all__ = ["Job", "make_jobs", "run_rollouts"]
@@ -126,8 +130,9 @@ def _apply(active: _Active, text: str) -> tuple[ParsedAction, StepResult]:
     return parsed, result
 
 
-def _advance(item: _Active, reply: Reply) -> bool:
-    """Record one reply on its trajectory (a turn, or why it ended); whether the trajectory ended."""
+def _advance(item: _Active, request: Request, reply: Reply, keep_prompt: bool) -> bool:
+    """Record one reply to ``request`` on its trajectory (a turn with what its prompt announced, or
+    why it ended); whether the trajectory ended."""
     trajectory = item.trajectory
     if reply.error is not None:
         trajectory.error, trajectory.ended_by = reply.error, POLICY_ERROR
@@ -152,6 +157,8 @@ def _advance(item: _Active, reply: Reply) -> bool:
             strict_format=parsed.strict_format,
             token_ids=list(reply.token_ids) if reply.token_ids is not None else None,
             logprobs=list(reply.logprobs) if reply.logprobs is not None else None,
+            remaining=request.remaining,
+            prompt=Prompt(request.messages, reply.prompt_ids) if keep_prompt else None,
         )
     )
     item.observations.append(result.observation)
@@ -174,6 +181,7 @@ def run_rollouts(
     max_active: int = 256,
     on_finish: Callable[[Trajectory], None] | None = None,
     policy_name: str | None = None,
+    keep_prompts: bool = False,
 ) -> list[Trajectory]:
     """Run every job to completion and return the trajectories in job order.
 
@@ -186,6 +194,10 @@ def run_rollouts(
         on_finish: called with each trajectory as soon as it ends (e.g. to write it), including
             those ended by a backend failure (``ended_by == "policy_error"``).
         policy_name: the name recorded in each trajectory (default: ``policy.name``).
+        keep_prompts: keep on every turn what the policy was shown (``TurnRecord.prompt``: the
+            messages, and the prompt token ids where the backend reports them), for callers that
+            train on or replay the prompts. Off by default: with the full chat a trajectory's
+            prompts grow quadratically with its length.
     """
     prompt = prompt or PromptConfig()
     if max_active < 1:
@@ -201,12 +213,13 @@ def run_rollouts(
                 raise ValueError(f"a budget must be >= 1 turn, got {jobs[index].budget}")
             active[index] = _start(jobs[index], make_env, policy_name, prompt.budget_mode)
         order = list(active)
-        replies = policy.generate([_request(active[i], prompt) for i in order])
+        requests = [_request(active[i], prompt) for i in order]
+        replies = policy.generate(requests)
         if len(replies) != len(order):
             raise RuntimeError(f"policy {policy_name!r} returned {len(replies)} replies for {len(order)} requests")
-        for index, reply in zip(order, replies, strict=True):
+        for index, request, reply in zip(order, requests, replies, strict=True):
             item = active[index]
-            if _advance(item, reply):
+            if _advance(item, request, reply, keep_prompts):
                 del active[index]
                 results[index] = item.trajectory
                 if on_finish is not None:

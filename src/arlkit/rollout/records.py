@@ -2,7 +2,9 @@
 
 Each finished trajectory is one JSON line with at least ``task_id``, ``sample``, ``budget``,
 ``budget_mode``, ``turns`` (each with ``reply``, ``action``, ``valid``, ``reward``,
-``observation``), ``success``, ``success_turn`` (1-based or null), ``ended_by`` and ``return``.
+``observation`` and ``remaining``, the remaining budget the prompt announced), ``success``,
+``success_turn`` (1-based or null), ``ended_by`` and ``return``. What the policy was shown in full
+(each turn's messages and prompt token ids, :class:`Prompt`) stays in memory: the lines stay small.
 
 Every line is valid UTF-8 whatever the model sent: :class:`JsonlWriter` replaces the code points
 UTF-8 cannot encode (lone surrogates, e.g. a server's JSON ``"\ud800"``) with U+FFFD and records how
@@ -14,15 +16,17 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
 
-from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED
+from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Message
 from arlkit.envs.parsing import valid_utf8
 
 __all__ = [
-    "CONTEXT_LENGTH_EXCEEDED", "ENDINGS", "POLICY_ERROR", "JsonlWriter", "Trajectory", "TurnRecord", "read_trajectories",
+    "CONTEXT_LENGTH_EXCEEDED", "ENDINGS", "POLICY_ERROR", "JsonlWriter", "Prompt", "Trajectory", "TurnRecord",
+    "read_trajectories",
 ]
 
 POLICY_ERROR = "policy_error"
@@ -34,9 +38,24 @@ spent, the context window full (the next prompt plus ``max_new_tokens`` did not 
 end, a failure unless already solved), a backend failure."""
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """What the policy was shown before one turn: kept in memory for the caller (the trainer's rows,
+    behaviour cloning, the tiny model's corpus), never written to JSON lines.
+
+    Attributes:
+        messages: the exact chat of the request (system prompt first, ending with a user message).
+        ids: the prompt's token ids as the backend encoded them (:attr:`Reply.prompt_ids`), or
+            ``None`` when it does not report them (scripted policies, servers).
+    """
+
+    messages: Sequence[Message]
+    ids: tuple[int, ...] | None = None
+
+
 @dataclass
 class TurnRecord:
-    """One turn: the model's reply and what the environment made of it.
+    """One turn: what the prompt announced, the model's reply and what the environment made of it.
 
     Attributes:
         reply: the raw reply text.
@@ -49,6 +68,11 @@ class TurnRecord:
         token_ids: generated token ids, when the policy returns them (not written to JSON lines
             unless asked).
         logprobs: per-token log-probs at sampling time, when the policy returns them.
+        remaining: the remaining budget the prompt announced before this turn (this turn included,
+            :attr:`Request.remaining`); ``None`` in hidden mode. Written to JSON lines; a record older
+            than the field gets, in announced mode, ``budget - turn`` (what every prompt announced).
+        prompt: the messages and prompt token ids the policy was shown, when the rollout kept them
+            (``run_rollouts(keep_prompts=True)``); in memory only: never written, not compared.
     """
 
     reply: str
@@ -60,6 +84,18 @@ class TurnRecord:
     strict_format: bool = False
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    remaining: int | None = None
+    prompt: Prompt | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self, *, with_tokens: bool = False) -> dict[str, Any]:
+        """The JSON form: every field but ``prompt``, and the tokens only ``with_tokens``."""
+        data: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "prompt" or (f.name in ("token_ids", "logprobs") and not with_tokens):
+                continue
+            data[f.name] = list(value) if isinstance(value, (list, tuple)) else value
+        return data
 
 
 @dataclass
@@ -114,21 +150,26 @@ class Trajectory:
 
     def to_json(self, *, with_tokens: bool = False) -> dict[str, Any]:
         """The JSON-line form (``return`` is the total reward)."""
-        data = asdict(self)
-        if not with_tokens:
-            for turn in data["turns"]:
-                turn.pop("token_ids", None)
-                turn.pop("logprobs", None)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["turns"] = [turn.to_json(with_tokens=with_tokens) for turn in self.turns]
         data["return"] = self.total_return
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Trajectory:
-        """Inverse of :meth:`to_json`."""
-        fields = dict(data)
-        fields.pop("return", None)
-        fields["turns"] = [TurnRecord(**turn) for turn in fields.get("turns", [])]
-        return cls(**fields)
+        """Inverse of :meth:`to_json` (the in-memory :attr:`TurnRecord.prompt` is ``None``). Turns of
+        records older than :attr:`TurnRecord.remaining` get what their prompts announced: ``budget -
+        turn`` in announced mode, ``None`` in hidden mode."""
+        values = dict(data)
+        values.pop("return", None)
+        announced = values.get("budget_mode") == "announced" and isinstance(values.get("budget"), int)
+        turns = []
+        for k, turn in enumerate(values.get("turns", [])):
+            if "remaining" not in turn:
+                turn = {**turn, "remaining": int(values["budget"]) - k if announced else None}
+            turns.append(TurnRecord(**turn))
+        values["turns"] = turns
+        return cls(**values)
 
 
 def _clean(value: Any) -> tuple[Any, int]:

@@ -1,5 +1,8 @@
 """From finished trajectories to training rows and ``(B, L)`` tensors, in both layouts (docs/algorithms.md#conventions).
 
+Both read what the model was shown from the trajectories (``TurnRecord.prompt``: the rollouts keep
+it with ``run_rollouts(keep_prompts=True)``).
+
 - **Step rows** (ARLArena's layout, ``AlgoConfig.step_rows``): one row per environment step, holding
   exactly the prompt the model was shown at that step (system prompt with that turn's counters, the
   first observation and the history window) followed by the reply's generated tokens. The row's
@@ -22,78 +25,32 @@ exhausted without success (RT App. A.4), else 0; the trajectory score is the sum
 
 from __future__ import annotations
 
-import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 from torch import Tensor
 
 from arlkit.algos import RewardConfig, budget_anchor, classify_step, episode_reward, step_rewards
 from arlkit.policies.chat import ChatTokens
-from arlkit.policies.protocol import Message, Reply, Request
-from arlkit.rollout.records import Trajectory
+from arlkit.rollout.records import Prompt, Trajectory, TurnRecord
 from arlkit.train.forward import TokenRow
 
 __all__ = [
     "ChatTokens",
     "Outcome",
-    "RecordingPolicy",
     "RowBatch",
-    "announced_counters",
     "build_batch",
     "pad_rows",
     "score_trajectory",
     "trajectory_row",
 ]
 
-_COUNTERS = re.compile(r"Turn budget: (\d+) turns in total, (\d+) completed, (\d+) remaining\.")
-_TOTAL = re.compile(r"Turn budget: (\d+) turns in total;")
-_NOTE = re.compile(r"\[Turns: (\d+) completed, (\d+) remaining of (\d+)\]\s*$")
-
-
-def announced_counters(messages: Sequence[Message]) -> tuple[int, int, int] | None:
-    """``(total, completed, remaining)`` the prompt announces before the next action, or None when it
-    announces none: from the system prompt (``counters: system``), or from the total in the system prompt
-    and the counter note ending the last observation (``counters: observation``), which must agree."""
-    if not messages:
-        return None
-    system = str(messages[0].get("content", ""))
-    match = _COUNTERS.search(system)
-    if match is not None:
-        return int(match[1]), int(match[2]), int(match[3])
-    total = _TOTAL.search(system)
-    note = _NOTE.search(str(messages[-1].get("content", "")))
-    if total is None or note is None:
-        return None
-    if int(note[3]) != int(total[1]):
-        return -1, int(note[1]), int(note[2])  # contradictory: the audit reports it
-    return int(total[1]), int(note[1]), int(note[2])
-
-
-class RecordingPolicy:
-    """Wraps a policy and keeps the exact messages of every request, keyed by ``(seed, turn)``."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = getattr(inner, "name", type(inner).__name__)
-        self.prompts: dict[tuple[int, int], Sequence[Message]] = {}
-        self.prompt_ids: dict[tuple[int, int], tuple[int, ...]] = {}
-        """The prompt ids the backend sampled after, where it reports them (:attr:`Reply.prompt_ids`)."""
-
-    def generate(self, requests: Sequence[Request]) -> list[Reply]:
-        for request in requests:
-            self.prompts[(request.seed, request.turn)] = request.messages
-        replies = list(self.inner.generate(requests))
-        for request, reply in zip(requests, replies, strict=True):
-            if reply.prompt_ids is not None:
-                self.prompt_ids[(request.seed, request.turn)] = reply.prompt_ids
-        return replies
-
-    def messages(self, trajectory: Trajectory, turn: int) -> Sequence[Message]:
-        """The messages the policy was shown before ``turn`` of ``trajectory``."""
-        return self.prompts[(trajectory.policy_seed, turn)]
+def _prompt(turn: TurnRecord) -> Prompt:
+    """What the policy was shown before ``turn``, as the rollout recorded it."""
+    if turn.prompt is None:
+        raise ValueError("training rows need the prompts the policy was shown: run the rollouts with keep_prompts=True")
+    return turn.prompt
 
 
 @dataclass(frozen=True)
@@ -184,19 +141,20 @@ class RowBatch:
 
 def trajectory_row(
     chat: ChatTokens,
-    first: Sequence[Message],
-    later: Sequence[Sequence[Message]],
     trajectory: Trajectory,
     *,
     replies: Sequence[Sequence[int]] | None = None,
     targets_of: Sequence[bool] | None = None,
 ) -> tuple[TokenRow, list[int]]:
-    """The trajectory row: the first prompt, then reply_t and the chat-template text between reply_t
-    and reply_{t+1} (the next observation). ``later[t]`` is the prompt of turn t+1.
+    """The trajectory row: the first turn's recorded prompt, then reply_t and the chat-template text
+    between reply_t and reply_{t+1} (the next observation, from turn t+1's recorded prompt).
 
     ``replies``: token ids of each reply (default: the generated ``token_ids``); ``targets_of``: which
     turns' replies are targets (default: all). Returns the row and the number of target tokens per
     target turn."""
+    if not trajectory.turns:
+        raise ValueError("a trajectory row needs at least one turn")
+    first = _prompt(trajectory.turns[0]).messages
     system = first[0]
     prompt_text = chat.render(first)
     ids = chat.ids(prompt_text)
@@ -211,7 +169,7 @@ def trajectory_row(
             sizes.append(len(reply_ids))
         ids.extend(reply_ids)
         if t + 1 < len(trajectory.turns):
-            messages = [system, *list(later[t])[1:]]
+            messages = [system, *list(_prompt(trajectory.turns[t + 1]).messages)[1:]]
             text = chat.render(messages)
             head = prompt_text + turn.reply
             if not text.startswith(head):
@@ -227,7 +185,6 @@ def trajectory_row(
 def build_batch(
     trajectories: Sequence[Trajectory],
     outcomes: Sequence[Outcome],
-    prompts: RecordingPolicy | Mapping[tuple[int, int], Sequence[Message]],
     chat: ChatTokens,
     *,
     step_rows: bool,
@@ -235,11 +192,11 @@ def build_batch(
 ) -> RowBatch:
     """Training rows of a rollout batch in the chosen layout (module docstring).
 
-    Trajectories without turns (a backend error before the first reply) contribute no row.
-    ``budget_anchors``: GiGPO anchors are ``(state, remaining budget)`` (BudgetMix) instead of the state.
+    Each step row's prompt is the recorded one: the ids the backend sampled after where it reported
+    them, else the recorded messages encoded. Trajectories without turns (a backend error before the
+    first reply) contribute no row. ``budget_anchors``: GiGPO anchors are ``(state, remaining budget)``
+    (BudgetMix) instead of the state.
     """
-    table = prompts.prompts if isinstance(prompts, RecordingPolicy) else prompts
-    encoded = prompts.prompt_ids if isinstance(prompts, RecordingPolicy) else {}
     rows: list[TokenRow] = []
     traj_of, group, step, step_reward, score, anchors, sizes = [], [], [], [], [], [], []
     for k, (trajectory, outcome) in enumerate(zip(trajectories, outcomes, strict=True)):
@@ -251,8 +208,8 @@ def build_batch(
                 reply_ids = list(turn.token_ids or [])
                 if not reply_ids:
                     raise ValueError("step rows need the generated token ids of every reply (an LLM policy)")
-                key = (trajectory.policy_seed, t)
-                prompt = list(encoded[key]) if key in encoded else chat.prompt_ids(table[key])
+                shown = _prompt(turn)
+                prompt = list(shown.ids) if shown.ids is not None else chat.prompt_ids(shown.messages)
                 ids = prompt + reply_ids
                 rows.append(TokenRow(tuple(ids), tuple(range(len(prompt), len(ids)))))
                 traj_of.append(k)
@@ -264,9 +221,7 @@ def build_batch(
                 anchors.append(budget_anchor(state, trajectory.budget, t) if budget_anchors else state)
                 sizes.append([len(reply_ids)])
         else:
-            first = table[(trajectory.policy_seed, 0)]
-            later = [table[(trajectory.policy_seed, t)] for t in range(1, len(trajectory.turns))]
-            row, turn_sizes = trajectory_row(chat, first, later, trajectory)
+            row, turn_sizes = trajectory_row(chat, trajectory)
             rows.append(row)
             traj_of.append(k)
             group.append(label)

@@ -24,7 +24,7 @@ from arlkit.algos import RewardConfig
 from arlkit.envs import Env, Oracle, Task, has_oracle
 from arlkit.policies import Policy, Request
 from arlkit.rollout import PromptConfig, derive_seed, make_jobs, run_rollouts
-from arlkit.train.batch import RecordingPolicy, score_trajectory
+from arlkit.train.batch import score_trajectory
 from arlkit.rundir import atomic_write_text
 
 __all__ = ["PoolState", "build_state_pool", "load_state_pool", "r_multi", "r_single", "save_state_pool"]
@@ -92,9 +92,8 @@ def build_state_pool(
 ) -> list[PoolState]:
     """Play ``policy`` on ``tasks`` and draw ``states`` (task, turn) states uniformly without
     replacement (fewer if the trajectories hold fewer)."""
-    recorder = RecordingPolicy(policy)
     jobs = make_jobs(tasks, samples, budget, derive_seed(seed, "dynamics-pool"))
-    trajectories = run_rollouts(make_env, jobs, recorder, prompt, max_active=max_active)
+    trajectories = run_rollouts(make_env, jobs, policy, prompt, max_active=max_active, keep_prompts=True)
     candidates = [(k, t) for k, traj in enumerate(trajectories) for t in range(len(traj.turns))]
     rng = np.random.default_rng([seed, 4242])
     picks = rng.choice(len(candidates), size=min(states, len(candidates)), replace=False) if candidates else []
@@ -103,12 +102,14 @@ def build_state_pool(
     for index in sorted(int(i) for i in picks):
         k, t = candidates[index]
         traj = trajectories[k]
+        shown = traj.turns[t].prompt
+        assert shown is not None  # kept by run_rollouts(keep_prompts=True)
         pool.append(PoolState(
             task_id=traj.task_id,
             payload=dict(task_of[traj.task_id].payload),
             env_seed=traj.env_seed,
             actions=[turn.action for turn in traj.turns[:t]],
-            messages=[dict(m) for m in recorder.messages(traj, t)],
+            messages=[dict(m) for m in shown.messages],
             remaining=traj.budget - t,
             depth=t,
             budget=traj.budget,
