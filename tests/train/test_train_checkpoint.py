@@ -35,8 +35,8 @@ from .conftest import EASY_ENV
 
 def _config(tmp: Path, model: Path, **extra: object) -> Path:
     config = {
-        "model": str(model), "env_args": EASY_ENV, "train_tasks": 4, "steps": 3, "tasks_per_step": 2,
-        "group_size": 2, "history": 1, "algo": {"step_rows": True}, "sampling": {"max_new_tokens": 8},
+        "model": str(model), "env": {"name": "frozenlake", "args": EASY_ENV}, "train_tasks": 4, "steps": 3, "tasks_per_step": 2,
+        "group_size": 2, "prompt": {"history": 1}, "algo": {"step_rows": True}, "sampling": {"max_new_tokens": 8},
         "optim": {"lr": 1e-3}, "validation": {"every": 0}, "checkpoint_every": 1, "keep_checkpoints": 2,
         "progress": False, "tensorboard": False, **extra,
     }
@@ -290,12 +290,12 @@ def test_the_cli_reports_write_failures_without_a_file_name_in_one_line(
     capsys: pytest.CaptureFixture[str]
 ) -> None:
     # a write deep in a library (a log line, torch.save elsewhere) that names no file: the line names --out
-    import arlkit.train
+    import arlkit.recipes  # the CLI's handler imports train from there
 
     def fails(*args: object, **kwargs: object) -> None:
         raise failure
 
-    monkeypatch.setattr(arlkit.train, "train", fails)
+    monkeypatch.setattr(arlkit.recipes, "train", fails)
     out = tmp_path / "run"
     assert main(["train", "--out", str(out), "validation.every=0"]) == 1
     err = capsys.readouterr().err.strip()
@@ -303,11 +303,11 @@ def test_the_cli_reports_write_failures_without_a_file_name_in_one_line(
 
 
 def test_other_os_errors_are_not_disguised(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import arlkit.train
+    import arlkit.recipes  # the CLI's handler imports train from there
 
     def fails(*args: object, **kwargs: object) -> None:
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(arlkit.train, "train", fails)
+    monkeypatch.setattr(arlkit.recipes, "train", fails)
     with pytest.raises(PermissionError):
         main(["train", "--out", str(tmp_path / "run"), "validation.every=0"])

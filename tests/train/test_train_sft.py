@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
+from arlkit.config import EnvSpec
 from arlkit.envs import make
 from arlkit.policies import SamplingConfig
 from arlkit.policies.hf import HFPolicy
 from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
-from arlkit.train import SFTConfig
+from arlkit.train import OptimConfig, SFTConfig
 from arlkit.train.batch import ChatTokens
 from arlkit.train.model import load_model
 from arlkit.recipes.sft import collect_demonstrations, sft_rows
@@ -33,8 +34,9 @@ def _play(model_dir: Path, env_args: dict, tasks: list) -> tuple[float, float]:
 def test_bc_raises_success_well_above_the_untrained_model(nano_dir: Path, tmp_path: Path) -> None:
     from arlkit.recipes import run_sft
 
-    config = SFTConfig(model=str(nano_dir), env_args=FOUR_MAPS, expert="noisy-oracle:0.3", tasks=4, samples=4,
-                       history=1, steps=60, batch_rows=32, lr=3e-3, warmup_steps=5)
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", FOUR_MAPS), expert="noisy-oracle:0.3", tasks=4,
+                       samples=4, prompt=PromptConfig(history=1), steps=60, batch_rows=32,
+                       optim=OptimConfig(lr=3e-3, warmup_steps=5))
     result = run_sft(config, tmp_path / "bc", progress=False)
     tasks = make("frozenlake", **FOUR_MAPS).tasks("train", 4)
     untrained, untrained_valid = _play(nano_dir, FOUR_MAPS, tasks)
@@ -50,8 +52,8 @@ def test_bc_raises_success_well_above_the_untrained_model(nano_dir: Path, tmp_pa
 
 
 def test_demonstrations_use_the_agents_prompts_and_oracle_labels(nano_dir: Path) -> None:
-    config = SFTConfig(model=str(nano_dir), env_args=dict(EASY_ENV, t_max=5), expert="noisy-oracle:1.0", tasks=3,
-                       samples=2, history=1, think="")
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", dict(EASY_ENV, t_max=5)), expert="noisy-oracle:1.0",
+                       tasks=3, samples=2, prompt=PromptConfig(history=1), think="")
     demos = collect_demonstrations(config)
     assert len(demos.trajectories) == 6 and demos.kept == list(range(6))
     for t in demos.trajectories:
@@ -69,16 +71,16 @@ def test_demonstrations_use_the_agents_prompts_and_oracle_labels(nano_dir: Path)
     assert target_text == demos.targets[(demos.trajectories[0].policy_seed, 0)]
     assert list(row.targets) == list(range(row.targets[0], len(row.ids)))  # targets: the reply, at the end
 
-    kept = collect_demonstrations(SFTConfig(model=str(nano_dir), env_args=EASY_ENV, expert="oracle", keep="success",
-                                            tasks=3, samples=1))
+    kept = collect_demonstrations(SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", EASY_ENV), expert="oracle",
+                                            keep="success", tasks=3, samples=1))
     assert kept.kept and all(kept.trajectories[i].success for i in kept.kept)
 
 
 def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_ones(nano_dir: Path) -> None:
     import pytest
 
-    config = SFTConfig(model=str(nano_dir), env_args=dict(EASY_ENV, t_max=6), expert="noisy-oracle:0.5", tasks=4,
-                       samples=2, history=None, counters="observation", rows="trajectory")
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", dict(EASY_ENV, t_max=6)), expert="noisy-oracle:0.5",
+                       tasks=4, samples=2, prompt=PromptConfig(history=None, counters="observation"), rows="trajectory")
     demos = collect_demonstrations(config)
     _, tokenizer = load_model(nano_dir, attn_implementation="eager")
     chat = ChatTokens(tokenizer)
@@ -104,4 +106,4 @@ def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_o
         some_skipped |= not all(wanted)
     assert some_skipped  # eps 0.5: some executed replies are context only
     with pytest.raises(ValueError, match="history"):
-        SFTConfig(model=str(nano_dir), history=1, rows="trajectory")
+        SFTConfig(model=str(nano_dir), prompt=PromptConfig(history=1), rows="trajectory")

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from arlkit.config import ConfigError, RunError
-from arlkit.train.config import RUNTIME_FIELDS, config_diff
+from arlkit.config import ConfigError, RunError, config_diff
+from arlkit.train.config import RUNTIME_FIELDS
 
 __all__ = [
     "CheckpointError",
