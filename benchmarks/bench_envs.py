@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from arlkit.envs import make
+from arlkit.config import EnvSpec
 from arlkit.envs.frozenlake.maps import lake_model
 from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.policies import make_policy
@@ -62,7 +63,8 @@ def oracle_share() -> tuple[float, float, float]:
     lake_model.cache_clear()
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        run_eval(EvalConfig(env="frozenlake", env_args=config, policies=("oracle",), tasks=100, samples=8), Path(tmp) / "run")
+        run_eval(EvalConfig(env=EnvSpec("frozenlake", config), policies=("oracle",), tasks=100, samples=8),
+                 Path(tmp) / "run")
         eval_time = time.perf_counter() - start
     return oracle_time, eval_time, oracle_time / eval_time
 

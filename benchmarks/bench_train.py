@@ -48,13 +48,14 @@ def run_arlkit(args: argparse.Namespace, model: Path, work: Path, precision: str
     import torch
 
     torch.set_num_threads(1)
-    from arlkit.train import TrainConfig, load_config, read_metrics
+    from arlkit.config import load_config
+    from arlkit.train import TrainConfig, read_metrics
     from arlkit.recipes import train
 
     out = work / f"arlkit-{precision}"
     config = load_config(TrainConfig, None, {
-        "model": str(model), "env_args": ENV, "train_tasks": 64, "steps": args.steps, "budget": str(args.budget),
-        "tasks_per_step": args.tasks, "group_size": args.group, "history": None, "counters": "observation",
+        "model": str(model), "env": {"name": "frozenlake", "args": ENV}, "train_tasks": 64, "steps": args.steps, "budget": str(args.budget),
+        "tasks_per_step": args.tasks, "group_size": args.group, "prompt": {"history": None, "counters": "observation"},
         "sampling": {"temperature": 1.0, "max_new_tokens": args.reply_tokens}, "optim": {"lr": 1e-5},
         "algo": {"kl_coef": 0.01}, "validation": {"every": 0}, "precision": precision, "progress": False,
         "tensorboard": False, "checkpoint_every": 1000,

@@ -347,8 +347,8 @@ def probe_checkpoints() -> Iterator[Family]:
 
     try:
         run("model", "init", "--size", "nano", "--out", str(work / "model"))
-        overrides = [f"model={work / 'model'}", "env_args={size: 3, slippery: false, t_max: 6, p_frozen: 0.95}", "train_tasks=4",
-                     "steps=3", "tasks_per_step=2", "group_size=2", "history=1", "algo.step_rows=true", "sampling.max_new_tokens=8", "optim.lr=1e-3",
+        overrides = [f"model={work / 'model'}", "env.args={size: 3, slippery: false, t_max: 6, p_frozen: 0.95}", "train_tasks=4",
+                     "steps=3", "tasks_per_step=2", "group_size=2", "prompt.history=1", "algo.step_rows=true", "sampling.max_new_tokens=8", "optim.lr=1e-3",
                      "validation.every=0", "checkpoint_every=1", "keep_checkpoints=3", "progress=false", "tensorboard=false"]
         reference = run("train", "--out", str(work / "reference"), *overrides)
         if reference.returncode != 0:

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pytest
 
+from arlkit.config import EnvSpec
 from arlkit.recipes.eval import EvalConfig, run_eval
+from arlkit.rollout import PromptConfig
 from arlkit.envs import make
 from arlkit.metrics.passkt import task_counts
 from arlkit.policies import Reply, Request, make_policy, register_policy
@@ -19,7 +21,7 @@ from arlkit.rollout import Trajectory, read_trajectories
 
 def test_oracle_hits_the_structural_bound_exactly_at_every_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
     env_args = {"size": 6, "slippery": False, "t_max": 20, "p_frozen": 0.6}  # holes force detours
-    config = EvalConfig(env="frozenlake", env_args=env_args, policies=("oracle",), tasks=40, samples=1,
+    config = EvalConfig(env=EnvSpec("frozenlake", env_args), policies=("oracle",), tasks=40, samples=1,
                         budgets=("9", "10", "11", "100%"), bootstrap=200)
     result = run_eval(config, tmp_path / "run")
     env = make("frozenlake", **env_args)
@@ -39,7 +41,7 @@ def test_oracle_hits_the_structural_bound_exactly_at_every_budget(tmp_path) -> N
 def test_random_policy_agrees_with_an_independent_monte_carlo(tmp_path) -> None:  # type: ignore[no-untyped-def]
     gym_fl = pytest.importorskip("gymnasium.envs.toy_text.frozen_lake")
     env_args = {"size": 4, "slippery": True, "t_max": 16}
-    config = EvalConfig(env="frozenlake", env_args=env_args, policies=("random",), tasks=20, samples=16,
+    config = EvalConfig(env=EnvSpec("frozenlake", env_args), policies=("random",), tasks=20, samples=16,
                         budgets=("100%",), ks=(1, 4))
     result = run_eval(config, tmp_path / "run")
     tasks = make("frozenlake", **env_args).tasks("test", 20)
@@ -64,7 +66,8 @@ def test_random_policy_agrees_with_an_independent_monte_carlo(tmp_path) -> None:
 
 def test_hidden_mode_truncation_equals_separate_runs(tmp_path) -> None:  # type: ignore[no-untyped-def]
     env_args = {"size": 5, "t_max": 24, "success_rate": 0.8}
-    common = dict(env="frozenlake", env_args=env_args, policies=("random", "oracle"), tasks=12, samples=6, budget_mode="hidden")
+    common = dict(env=EnvSpec("frozenlake", env_args), policies=("random", "oracle"), tasks=12, samples=6,
+                  prompt=PromptConfig("hidden"))
     one = run_eval(EvalConfig(**common, budgets=("6", "12", "18", "24")), tmp_path / "one")  # type: ignore[arg-type]
     assert {t.budget for t in one.trajectories} == {24}
     for T in (6, 12, 18):
@@ -80,7 +83,7 @@ def test_hidden_mode_truncation_equals_separate_runs(tmp_path) -> None:  # type:
 
 
 def test_announced_runs_never_mix_budgets(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    config = EvalConfig(env="frozenlake", env_args={"slippery": False}, policies=("noisy-oracle:0.5",), tasks=5, samples=4,
+    config = EvalConfig(env=EnvSpec("frozenlake", {"slippery": False}), policies=("noisy-oracle:0.5",), tasks=5, samples=4,
                         budgets=("5", "10"), bootstrap=200)
     result = run_eval(config, tmp_path / "run")
     assert sorted({t.budget for t in result.trajectories}) == [5, 10]
@@ -118,7 +121,7 @@ def _by_key(trajectories: Sequence[Trajectory]) -> dict[tuple[str, int, str, int
 
 
 def test_errored_trajectories_are_kept_apart_withheld_and_retried_on_resume(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    config = EvalConfig(env="frozenlake", env_args={"size": 4, "t_max": 8}, policies=("test-flaky", "oracle"), tasks=6,
+    config = EvalConfig(env=EnvSpec("frozenlake", {"size": 4, "t_max": 8}), policies=("test-flaky", "oracle"), tasks=6,
                         samples=2, budgets=("50%", "100%"), bootstrap=100)
     _OUTAGE["on"] = False
     reference = run_eval(config, tmp_path / "ref")
@@ -156,7 +159,7 @@ def test_errored_trajectories_are_kept_apart_withheld_and_retried_on_resume(tmp_
 
 
 def test_errored_lines_of_older_records_are_moved_out_and_retried(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    config = EvalConfig(env="frozenlake", env_args={"size": 4, "t_max": 8}, policies=("noisy-oracle:0.3",), tasks=3,
+    config = EvalConfig(env=EnvSpec("frozenlake", {"size": 4, "t_max": 8}), policies=("noisy-oracle:0.3",), tasks=3,
                         samples=2, budgets=("100%",), bootstrap=100)
     reference = run_eval(config, tmp_path / "run")
     path = tmp_path / "run" / "trajectories.jsonl"

@@ -5,6 +5,12 @@ rejecting unknown keys, values of the wrong type and non-finite numbers with one
 :func:`check_number` states a field's valid range once, in the dataclass's ``__post_init__``;
 :func:`read_yaml` reads a YAML config file strictly (UTF-8, no duplicate keys) and
 :func:`check_model_dir` checks that a path is a loadable model directory before any work starts.
+
+The one loader of every command's config (``arlkit eval``, ``train``, ``sft``): :func:`load_config`
+reads a YAML file whose nested mappings are the nested sections and applies dotted ``key=value``
+overrides (``optim.lr=3e-4``, ``env.args.size=5``, ``prompt.history=0``). :class:`EnvSpec` is the
+``env`` section every config shares; :func:`parse_budget` / :func:`resolve_budget` are the one
+parser of budget settings (``full``, ``budgetmix``, ``25%``, ``10``).
 """
 
 from __future__ import annotations
@@ -14,22 +20,37 @@ import json
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 
 __all__ = [
+    "EVAL_BUDGETS",
+    "MOVED_KEYS",
+    "TRAIN_BUDGETS",
     "ConfigError",
+    "EnvSpec",
     "RunError",
+    "budget_candidates",
     "build_config",
+    "check_budget",
     "check_model_dir",
     "check_number",
+    "config_diff",
+    "config_from_dict",
     "config_to_dict",
+    "config_to_plain",
+    "flat_plain",
+    "load_config",
     "parse_key_values",
     "parse_yaml",
     "read_yaml",
+    "resolve_budget",
+    "resolve_budgets",
 ]
 
 C = TypeVar("C")
@@ -248,3 +269,237 @@ def check_model_dir(path: str | Path, *, field: str) -> Path:
     if not any((where / name).is_file() for name in _TOKENIZER_FILES):
         raise ConfigError(f"{field}: {str(path)!r} holds no tokenizer ({', '.join(_TOKENIZER_FILES[:2])})")
     return where
+
+
+# -- the sections every config shares ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """The ``env`` section of a config: a registered environment and its config overrides. In YAML
+    ``env: {name: frozenlake, args: {size: 5}}``; a bare name (``env: sokoban``) is short for ``{name:
+    sokoban}`` and an override ``env=sokoban`` sets ``env.name`` only."""
+
+    SHORTHAND: ClassVar[str] = "name"  # the field a bare string sets (config_from_dict)
+
+    name: str = "frozenlake"
+    """Registered environment (``arlkit.envs.list_envs()``)."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """Environment config overrides, e.g. ``{size: 5, t_max: 32, task_set: budget_sensitive}``."""
+
+
+MOVED_KEYS: dict[str, str] = {
+    "env_args": "env.args",
+    "budget_mode": "prompt.budget_mode",
+    "history": "prompt.history",
+    "counters": "prompt.counters",
+}
+"""Top-level keys of the flat configs before the ``env`` and ``prompt`` sections, and where they went.
+A config class lists its own in a ``MOVED_KEYS`` class attribute; such a key is refused naming its new
+place (``history: moved to prompt.history``)."""
+
+
+def flat_plain(config: Any) -> dict[str, Any]:
+    """:func:`config_to_plain` with the ``env`` and ``prompt`` sections spliced back, in place, as the
+    flat keys they replaced (``env``, ``env_args``; ``budget_mode``, ``history``, ``counters``): the form
+    run identities (``run.json``) were recorded in before the nesting, so those runs still resume."""
+    out: dict[str, Any] = {}
+    for key, value in config_to_plain(config).items():
+        if key == "env" and isinstance(value, dict):
+            out["env"], out["env_args"] = value["name"], value["args"]
+        elif key == "prompt" and isinstance(value, dict):
+            out.update(value)
+        else:
+            out[key] = value
+    return out
+
+
+# -- budgets: the one parser of full | budgetmix | 25% | 10 ----------------------------------------------
+
+EVAL_BUDGETS = ("full", "percent", "turns")  # the forms of an evaluation's budget list (arlkit eval --budgets)
+TRAIN_BUDGETS = ("full", "budgetmix", "percent", "turns")  # of a training or behaviour cloning run's budget
+_FORMS = {"full": "full (T_max)", "budgetmix": "budgetmix", "percent": "a percentage of T_max like 25%",
+          "turns": "a whole number of turns"}
+
+
+def budget_candidates(t_max: int) -> list[int]:
+    """BudgetMix's candidate budgets for ``t_max``: ``(i*t_max + 9) // 10`` for i = 1..10, distinct,
+    ascending (T_max 10 -> 1..10; 24 -> 3,5,8,10,12,15,17,20,22,24; 70 -> 7,14,...,70)."""
+    if t_max < 1:
+        raise ValueError(f"t_max must be >= 1, got {t_max}")
+    return sorted({(i * t_max + 9) // 10 for i in range(1, 11)})
+
+
+def check_budget(spec: str | int, forms: Sequence[str] = TRAIN_BUDGETS) -> tuple[str, Fraction | None]:
+    """``(form, number)`` of a budget setting: ``("full", None)``, ``("budgetmix", None)``,
+    ``("percent", 25)`` or ``("turns", 10)``; a form not in ``forms`` raises :class:`ConfigError`
+    listing those that are."""
+    text = str(spec).strip()
+    form, number = text, None
+    try:
+        if form not in ("full", "budgetmix"):
+            form, number = ("percent", Fraction(text[:-1])) if text.endswith("%") else ("turns", Fraction(text))
+            if form == "turns" and number.denominator != 1:
+                raise ValueError
+    except (ValueError, ZeroDivisionError):
+        form = ""
+    if form not in forms:
+        wanted = [_FORMS[f] for f in _FORMS if f in forms]
+        raise ConfigError(f"budget {text!r} is not {', '.join(wanted[:-1])} or {wanted[-1]}")
+    return form, number
+
+
+def resolve_budget(spec: str | int, t_max: int, forms: Sequence[str] = TRAIN_BUDGETS) -> tuple[int, ...]:
+    """The budgets in turns of one setting for an environment with ``t_max``: ``full`` is T_max,
+    ``budgetmix`` its candidates (:func:`budget_candidates`), a percentage p is ``ceil(p * T_max / 100)``
+    computed exactly (30% of 10 is 3, not 4), a number is turns. Each must be in [1, T_max]."""
+    form, number = check_budget(spec, forms)
+    if form == "full":
+        return (t_max,)
+    if form == "budgetmix":
+        return tuple(budget_candidates(t_max))
+    assert number is not None
+    turns = int(-((-number * t_max) // 100) if form == "percent" else number)  # ceil in exact arithmetic
+    if not 1 <= turns <= t_max:
+        raise ConfigError(f"budget {str(spec).strip()!r} gives {turns} turns; budgets must be between 1 and "
+                          f"T_max = {t_max}")
+    return (turns,)
+
+
+def resolve_budgets(specs: Sequence[str | int], t_max: int, forms: Sequence[str] = EVAL_BUDGETS) -> list[int]:
+    """Sorted distinct turn counts of a budget list (``["25%", "50%", 10]``; :func:`resolve_budget`)."""
+    out = {turns for spec in specs for turns in resolve_budget(spec, t_max, forms)}
+    if not out:
+        raise ConfigError("give at least one budget")
+    return sorted(out)
+
+
+# -- the loader: YAML files and dotted key=value overrides ---------------------------------------------
+
+
+def _is_dataclass_type(tp: Any) -> bool:
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+
+
+def _field_default(cls: type, name: str) -> Any:
+    for f in dataclasses.fields(cls):
+        if f.name == name:
+            if f.default is not dataclasses.MISSING:
+                return f.default
+            if f.default_factory is not dataclasses.MISSING:
+                return f.default_factory()
+    return None
+
+
+def _shallow(instance: Any) -> dict[str, Any]:
+    return {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance)}
+
+
+def config_from_dict(cls: type[C], data: Mapping[str, Any], *, where: str = "") -> C:
+    """Build ``cls`` from a nested mapping (nested dataclass fields from nested mappings; a partial
+    section overrides the field's own default). A key the class lists in ``MOVED_KEYS`` is refused
+    naming its new place; a string for a section with a ``SHORTHAND`` field sets that field."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where or cls.__name__}: expected a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    moved: Mapping[str, str] = getattr(cls, "MOVED_KEYS", {})
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        tp = hints.get(key)
+        name = f"{where}.{key}" if where else str(key)
+        if key in moved:
+            raise ConfigError(f"{name}: moved to {f'{where}.' if where else ''}{moved[key]}")
+        if tp is not None and _is_dataclass_type(tp):
+            if isinstance(value, str) and getattr(tp, "SHORTHAND", None):
+                value = {tp.SHORTHAND: value}
+            if isinstance(value, tp):
+                values[key] = value
+            elif isinstance(value, Mapping):
+                base = _field_default(cls, key)
+                merged = {**(_shallow(base) if base is not None else {}), **value}
+                values[key] = config_from_dict(tp, merged, where=name)
+            else:
+                raise ConfigError(f"{name}: expected a mapping of {tp.__name__} fields, got {value!r}")
+        elif tp is not None and typing.get_origin(tp) is dict and value is not None and not isinstance(value, Mapping):
+            raise ConfigError(f"{name}: expected a mapping, got {value!r}")
+        else:
+            values[key] = value
+    return build_config(cls, values, where=where)
+
+
+def config_to_plain(config: Any) -> dict[str, Any]:
+    """A YAML/JSON-friendly nested dict (tuples become lists)."""
+
+    def plain(x: Any) -> Any:
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            return {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
+        if isinstance(x, (list, tuple)):
+            return [plain(v) for v in x]
+        if isinstance(x, Mapping):
+            return {str(k): plain(v) for k, v in x.items()}
+        return x
+
+    return plain(config)
+
+
+def _field_type(cls: Any, part: str) -> Any:
+    """The annotation of field ``part`` of the dataclass ``cls`` (None when there is none)."""
+    return typing.get_type_hints(cls).get(part) if _is_dataclass_type(cls) else None
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any, cls: Any = None) -> None:
+    parts = key.split(".")
+    node, tp = data, cls
+    for part in parts[:-1]:
+        tp = _field_type(tp, part)
+        child = node.get(part)
+        if isinstance(child, str) and getattr(tp, "SHORTHAND", None):
+            child = node[part] = {tp.SHORTHAND: child}  # env: sokoban, then env.args.size=3
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"{key}: {part} is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def load_config(cls: type[C], path: str | Path | None = None, overrides: Mapping[str, Any] | None = None,
+                *, parse_values: bool = True) -> C:
+    """Read a YAML file (optional; strict: :func:`read_yaml`) and apply dotted ``key=value`` overrides on
+    top. String values are parsed as YAML scalars (``3e-4``, ``null``; a mapping only for a section or a
+    mapping field) unless ``parse_values`` is False (flags: the field's type converts them). A string for
+    a section with a shorthand field sets that field (``env=sokoban``: ``env.name``). Raises ConfigError."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        loaded = read_yaml(path)
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of config keys")
+        data = loaded
+    for key, value in (overrides or {}).items():
+        tp: Any = cls
+        for part in key.split("."):
+            tp = _field_type(tp, part)
+        parsed = value
+        if isinstance(value, str) and parse_values:
+            parsed = parse_yaml(value, where=f"override {key}")
+            if isinstance(parsed, (dict, list)) and not (_is_dataclass_type(tp) or typing.get_origin(tp) is dict):
+                parsed = value
+        if getattr(tp, "SHORTHAND", None) and not isinstance(parsed, Mapping):
+            key = f"{key}.{tp.SHORTHAND}"
+        _set_dotted(data, key, parsed, cls)
+    return config_from_dict(cls, data)
+
+
+def config_diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """``key: old -> new`` lines for every leaf that differs between two plain configs."""
+    lines = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, "<unset>"), new.get(key, "<unset>")
+        name = f"{prefix}{key}"
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            lines += config_diff(a, b, prefix=f"{name}.")
+        elif a != b:
+            lines.append(f"{name}: {a!r} -> {b!r}")
+    return lines

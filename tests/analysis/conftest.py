@@ -6,15 +6,17 @@ from pathlib import Path
 
 import pytest
 
+from arlkit.config import EnvSpec
 from arlkit.recipes.eval import EvalConfig, run_eval
+from arlkit.rollout import PromptConfig
 
 BASE, RL = "noisy-oracle:0.6", "noisy-oracle:0.2"
 
 
 def make_run(out: Path, env: str, env_args: dict, policies: tuple[str, ...], *, tasks: int = 6, samples: int = 3,
              budgets: tuple[str, ...] = ("100%",), budget_mode: str = "announced") -> Path:
-    config = EvalConfig(env=env, env_args=env_args, policies=policies, tasks=tasks, samples=samples, budgets=budgets,
-                        budget_mode=budget_mode, bootstrap=100)  # type: ignore[arg-type]
+    config = EvalConfig(env=EnvSpec(env, env_args), policies=policies, tasks=tasks, samples=samples, budgets=budgets,
+                        prompt=PromptConfig(budget_mode), bootstrap=100)  # type: ignore[arg-type]
     run_eval(config, out)
     return out
 

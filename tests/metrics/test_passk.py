@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arlkit.metrics import bootstrap_mean, paired_bootstrap_difference, pass_at_k, successes_within
-from arlkit.metrics.passkt import default_ks, resolve_budgets, upper_bound_per_task
+from arlkit.config import resolve_budget, resolve_budgets
+from arlkit.metrics.passkt import default_ks, upper_bound_per_task
 
 
 @settings(max_examples=300, deadline=None)
@@ -53,9 +54,26 @@ def test_budgets_are_rounded_up_in_exact_arithmetic() -> None:
     assert resolve_budgets(["25%", "50%", "75%", "100%"], 70) == [18, 35, 53, 70]
     assert resolve_budgets(["25%", "50%", "75%", "100%"], 10) == [3, 5, 8, 10]
     assert resolve_budgets(["5", "100%", "5"], 24) == [5, 24]
-    for bad in (["0"], ["71"], ["0%"], ["abc"], ["2.5"], ["101%"]):
+    assert resolve_budgets(["full", "25%"], 70) == [18, 70]
+    for bad in (["0"], ["71"], ["0%"], ["abc"], ["2.5"], ["101%"], ["budgetmix"], []):
         with pytest.raises(ValueError):
             resolve_budgets(bad, 70)
+
+
+def test_one_budget_parser_for_evaluation_and_training() -> None:
+    # training's forms: full, budgetmix, turns and percentages, with the same wording as evaluation's
+    assert resolve_budget("full", 24) == (24,) and resolve_budget("6", 24) == (6,) and resolve_budget("25%", 24) == (6,)
+    assert resolve_budget("budgetmix", 24) == (3, 5, 8, 10, 12, 15, 17, 20, 22, 24)
+    with pytest.raises(ValueError, match=r"budget '40' gives 40 turns; budgets must be between 1 and T_max = 24"):
+        resolve_budget("40", 24)
+    with pytest.raises(ValueError, match=r"budget '40' gives 40 turns; budgets must be between 1 and T_max = 24"):
+        resolve_budgets(["40"], 24)
+    with pytest.raises(ValueError, match=r"^budget 'often' is not full \(T_max\), budgetmix, a percentage of T_max "
+                                         r"like 25% or a whole number of turns$"):
+        resolve_budget("often", 24)
+    with pytest.raises(ValueError, match=r"^budget 'often' is not full \(T_max\), a percentage of T_max like 25% "
+                                         r"or a whole number of turns$"):
+        resolve_budgets(["often"], 24)
 
 
 def test_default_ks_are_powers_of_two() -> None:

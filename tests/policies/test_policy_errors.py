@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from arlkit.cli import main
+from arlkit.config import EnvSpec
 from arlkit.envs import make
 from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.policies import CONTEXT_LENGTH_EXCEEDED, BackendOptions, Request, SamplingConfig, make_policy
@@ -117,7 +118,7 @@ def front(tiny_server: OpenAICompatibleServer) -> Iterator[tuple[str, Front]]:
 
 def _config(url: str, timeout: float) -> EvalConfig:
     options = BackendOptions(request_timeout=timeout, max_retries=1, retry_backoff=0.0)
-    return EvalConfig(env="frozenlake", env_args={"size": 4, "t_max": 6}, policies=(f"openai:tiny@{url}",), tasks=2,
+    return EvalConfig(env=EnvSpec("frozenlake", {"size": 4, "t_max": 6}), policies=(f"openai:tiny@{url}",), tasks=2,
                       samples=2, budgets=("50%", "100%"), sampling=GREEDY, backend=options, bootstrap=100)
 
 

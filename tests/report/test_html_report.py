@@ -17,6 +17,7 @@ from arlkit.analysis.errors import ErrorsConfig
 from arlkit.analysis.likelihood import LikelihoodConfig
 from arlkit.analysis.steps import StepsConfig
 from arlkit.cli import main
+from arlkit.config import EnvSpec
 from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.report.html import SECTION_TITLES, write_html_report
 
@@ -39,7 +40,7 @@ class CharScorer:
 def sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     root = tmp_path_factory.mktemp("report")
     run = root / "eval"
-    run_eval(EvalConfig(env="frozenlake", env_args={"t_max": 20}, policies=(BASE, RL), tasks=5, samples=4,
+    run_eval(EvalConfig(env=EnvSpec("frozenlake", {"t_max": 20}), policies=(BASE, RL), tasks=5, samples=4,
                         budgets=("50%", "100%"), bootstrap=100), run)  # fmt: skip
     an = root / "analysis"
     analyze_steps([run], BASE, RL, out=an, config=StepsConfig(states=24, actions=4, bootstrap=100), budget=20)

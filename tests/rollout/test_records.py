@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from arlkit.config import EnvSpec
 from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.policies import Reply, Request, register_policy
 from arlkit.rollout import JsonlWriter, Trajectory, TurnRecord, read_trajectories
@@ -133,7 +134,7 @@ def _make_surrogates(arg: object, sampling: object, backend: object) -> Surrogat
 
 
 def test_an_evaluation_with_surrogate_replies_finishes_and_resumes(tmp_path: Path) -> None:
-    config = EvalConfig(env="frozenlake", env_args={"size": 4, "t_max": 6}, policies=("test-surrogates",), tasks=2,
+    config = EvalConfig(env=EnvSpec("frozenlake", {"size": 4, "t_max": 6}), policies=("test-surrogates",), tasks=2,
                         samples=2, budgets=("100%",), bootstrap=100)
     result = run_eval(config, tmp_path / "run")
     assert len(result.trajectories) == 4 and not result.failed

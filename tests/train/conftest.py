@@ -31,9 +31,12 @@ def bc_dir(tmp_path_factory: pytest.TempPathFactory, nano_dir: Path) -> Path:
     """The nano model cloned from a mostly random expert (noisy oracle, eps 0.7) on easy maps: the reply
     format is learnt, the actions stay exploratory (valid replies, ~10-20% success, rewards that vary
     within a group, room for RL)."""
-    from arlkit.train import SFTConfig
+    from arlkit.config import EnvSpec
     from arlkit.recipes import run_sft
+    from arlkit.rollout import PromptConfig
+    from arlkit.train import OptimConfig, SFTConfig
 
-    config = SFTConfig(model=str(nano_dir), env_args=EASY_ENV, expert="noisy-oracle:0.7", relabel=False, tasks=24, samples=2,
-                       history=1, steps=40, batch_rows=32, lr=3e-3, warmup_steps=4)
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", EASY_ENV), expert="noisy-oracle:0.7", relabel=False,
+                       tasks=24, samples=2, prompt=PromptConfig(history=1), steps=40, batch_rows=32,
+                       optim=OptimConfig(lr=3e-3, warmup_steps=4))
     return run_sft(config, tmp_path_factory.mktemp("bc"), progress=False).model_dir

@@ -35,8 +35,8 @@ from .conftest import EASY_ENV
 
 def _config(tmp: Path, model: Path, **extra: object) -> Path:
     config = {
-        "model": str(model), "env_args": EASY_ENV, "train_tasks": 4, "steps": 3, "tasks_per_step": 2,
-        "group_size": 2, "history": 1, "algo": {"step_rows": True}, "sampling": {"max_new_tokens": 8},
+        "model": str(model), "env": {"name": "frozenlake", "args": EASY_ENV}, "train_tasks": 4, "steps": 3, "tasks_per_step": 2,
+        "group_size": 2, "prompt": {"history": 1}, "algo": {"step_rows": True}, "sampling": {"max_new_tokens": 8},
         "optim": {"lr": 1e-3}, "validation": {"every": 0}, "checkpoint_every": 1, "keep_checkpoints": 2,
         "progress": False, "tensorboard": False, **extra,
     }

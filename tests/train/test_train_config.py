@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from arlkit.cli import main
-from arlkit.config import ConfigError
-from arlkit.train import SFTConfig, TrainConfig, check_train_config, load_config
-from arlkit.train.config import config_diff, config_to_plain
+from arlkit.config import ConfigError, EnvSpec, config_diff, config_to_plain, load_config
+from arlkit.recipes.eval import EvalConfig
+from arlkit.train import SFTConfig, TrainConfig, check_train_config
 
 
 def _yaml(tmp_path: Path, text: str) -> Path:
@@ -20,14 +20,14 @@ def _yaml(tmp_path: Path, text: str) -> Path:
 
 def test_nested_sections_merge_onto_field_defaults(tmp_path: Path) -> None:
     path = _yaml(tmp_path, "preset: rloo\noptim:\n  lr: 3.0e-4\nsampling:\n  temperature: 0.9\n"
-                           "validation:\n  dynamics:\n    states: 16\nenv_args:\n  size: 5\n")
-    config = load_config(TrainConfig, path, {"algo.kl_coef": "0.05", "group_size": "4", "history": "null"})
+                           "validation:\n  dynamics:\n    states: 16\nenv:\n  args:\n    size: 5\n")
+    config = load_config(TrainConfig, path, {"algo.kl_coef": "0.05", "group_size": "4", "prompt.history": "null"})
     assert config.optim.lr == 3e-4 and config.optim.grad_clip == 1.0
     # a partial section keeps the field's own default (max_new_tokens 32, not SamplingConfig's 256)
     assert config.sampling.temperature == 0.9 and config.sampling.max_new_tokens == 32
     assert config.validation.dynamics.states == 16 and config.validation.dynamics.actions == 8
-    assert config.algo == {"kl_coef": 0.05} and config.group_size == 4 and config.history is None
-    assert config.env_args == {"size": 5}
+    assert config.algo == {"kl_coef": 0.05} and config.group_size == 4 and config.prompt.history is None
+    assert config.env == EnvSpec("frozenlake", {"size": 5})
     again = load_config(TrainConfig, None, {})
     assert config_diff(config_to_plain(again), config_to_plain(again)) == []
     assert "optim.lr: 1e-06 -> 0.0003" in config_diff(config_to_plain(again), config_to_plain(config))
@@ -42,7 +42,9 @@ def test_nested_sections_merge_onto_field_defaults(tmp_path: Path) -> None:
         ({"optim.lr": "fast"}, "lr"),
         ({"budget": "sometimes"}, "budget"),
         ({"sampling.temperature": "0"}, "sampling.temperature"),
-        ({"budget": "budgetmix", "budget_mode": "hidden"}, "budget_mode"),
+        ({"budget": "budgetmix", "prompt.budget_mode": "hidden"}, "prompt.budget_mode"),
+        ({"prompt.counters": "middle"}, "prompt: counters"),
+        ({"env.args": "5"}, "env.args"),
         ({"precision": "fp8"}, "precision"),
     ],
 )
@@ -55,13 +57,13 @@ def test_bad_values_name_the_field(overrides: dict[str, str], field: str) -> Non
     ("overrides", "field"),
     [
         ({"group_size": "1"}, "group_size"),
-        ({"budget": "40", "env_args": {"size": 4, "t_max": 24}}, "budget"),
+        ({"budget": "40", "env": {"args": {"size": 4, "t_max": 24}}}, "budget '40' gives 40 turns"),
         ({"preset": "ppo", "algo": {"needs_critic": False}}, "needs_critic"),
         ({"preset": "grpo", "algo": {"adv_estimator": "gae"}}, "needs_critic"),
         ({"preset": "gigpo", "algo": {"step_rows": False}}, "step_rows"),
-        ({"history": 2}, "history"),
+        ({"prompt": {"history": 2}}, "prompt.history"),
         ({"preset": "nope"}, "preset"),
-        ({"env": "nowhere"}, "env"),
+        ({"env": "nowhere"}, "env.name: unknown environment 'nowhere'"),
         ({"algo": {"kl_coeff": 0.1}}, "kl_coeff"),
     ],
 )
@@ -72,11 +74,12 @@ def test_impossible_combinations_name_the_field(overrides: dict, field: str) -> 
 
 
 def test_budget_settings_resolve() -> None:
-    base = {"env_args": {"size": 4, "t_max": 24}}
+    base = {"env.args": "{size: 4, t_max: 24}"}
     assert check_train_config(load_config(TrainConfig, None, base)).budgets == (24,)
     mix = check_train_config(load_config(TrainConfig, None, {**base, "budget": "budgetmix"}))
     assert mix.budgets == (3, 5, 8, 10, 12, 15, 17, 20, 22, 24)
     assert check_train_config(load_config(TrainConfig, None, {**base, "budget": "6"})).budgets == (6,)
+    assert check_train_config(load_config(TrainConfig, None, {**base, "budget": "25%"})).budgets == (6,)
     assert check_train_config(load_config(TrainConfig, None, {"preset": "ppo"})).algo.needs_critic
 
 
@@ -114,5 +117,7 @@ def test_shipped_example_configs_validate() -> None:
     for path in files:
         if path.name.startswith("sft"):
             load_config(SFTConfig, path)
+        elif path.name.startswith("eval"):
+            load_config(EvalConfig, path)
         else:
             check_train_config(load_config(TrainConfig, path))

@@ -21,8 +21,8 @@ from .conftest import EASY_ENV
 
 def _write_config(path: Path, model: Path, steps: int) -> Path:
     config = {
-        "model": str(model), "env_args": EASY_ENV, "train_tasks": 8, "steps": steps, "tasks_per_step": 2,
-        "group_size": 4, "mini_batches": 2, "epochs": 2, "history": 1, "algo": {"step_rows": True},
+        "model": str(model), "env": {"name": "frozenlake", "args": EASY_ENV}, "train_tasks": 8, "steps": steps, "tasks_per_step": 2,
+        "group_size": 4, "mini_batches": 2, "epochs": 2, "prompt": {"history": 1}, "algo": {"step_rows": True},
         "sampling": {"max_new_tokens": 10}, "optim": {"lr": 1e-3},
         "validation": {"every": 2, "tasks": 3, "dynamics": {"states": 6, "actions": 2, "pool_tasks": 2, "pool_samples": 1}},
         "checkpoint_every": 1, "progress": False,

@@ -17,7 +17,8 @@ from arlkit.envs import make
 from arlkit.policies import SamplingConfig
 from arlkit.policies.hf import HFPolicy
 from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
-from arlkit.train import TrainConfig, audit_run, budget_candidates, load_config, read_metrics
+from arlkit.config import load_config
+from arlkit.train import TrainConfig, audit_run, budget_candidates, read_metrics
 from arlkit.recipes import train
 from arlkit.train.checkpoint import load_checkpoint
 
@@ -28,7 +29,7 @@ STEP_ROW_PRESETS = {"gigpo", "empg", "sampo"}
 
 def _config(model: Path, **overrides: Any) -> TrainConfig:
     base: dict[str, Any] = {
-        "model": str(model), "env_args": EASY_ENV, "train_tasks": 8, "steps": 1, "tasks_per_step": 2,
+        "model": str(model), "env": {"args": EASY_ENV}, "train_tasks": 8, "steps": 1, "tasks_per_step": 2,
         "group_size": 4, "sampling": {"max_new_tokens": 10}, "validation": {"every": 0}, "progress": False,
         "tensorboard": False, "optim": {"lr": 1e-3},
     }
@@ -49,7 +50,7 @@ def test_one_step_of_every_preset_changes_the_weights(preset: str, bc_dir: Path,
     name = preset.removesuffix("-step-rows")
     step_rows = name in STEP_ROW_PRESETS or preset.endswith("-step-rows")
     # no weight decay: AdamW's decay alone would move every weight even with zero gradients
-    config = _config(bc_dir, preset=name, history=1 if step_rows else None, tasks_per_step=4, group_size=8,
+    config = _config(bc_dir, preset=name, prompt={"history": 1 if step_rows else None}, tasks_per_step=4, group_size=8,
                      algo={"step_rows": True} if preset.endswith("-step-rows") else {}, optim={"weight_decay": 0.0})
     result = train(config, tmp_path / "run")
     before, after = _weights(bc_dir), _weights(result.final_model)
@@ -100,8 +101,8 @@ def _groups(run: Path) -> list[dict]:
 
 def test_budgetmix_draws_one_candidate_per_group_announces_it_and_passes_audit(bc_dir: Path, tmp_path: Path) -> None:
     env = dict(EASY_ENV, t_max=10)
-    config = _config(bc_dir, env_args=env, budget="budgetmix", steps=3, tasks_per_step=6, group_size=2,
-                     history=1, algo={"step_rows": True}, preset="gigpo")
+    config = _config(bc_dir, env={"args": env}, budget="budgetmix", steps=3, tasks_per_step=6, group_size=2,
+                     prompt={"history": 1}, algo={"step_rows": True}, preset="gigpo")
     train(config, tmp_path / "mix")
     groups = _groups(tmp_path / "mix")
     assert len(groups) == 18
@@ -124,14 +125,14 @@ def test_budgetmix_draws_one_candidate_per_group_announces_it_and_passes_audit(b
     (tmp_path / "mix" / "rollouts.jsonl").write_text("\n".join([json.dumps(bad), *lines[1:]]) + "\n")
     assert not audit_run(tmp_path / "mix").passed
 
-    full = _config(bc_dir, env_args=env, steps=1, tasks_per_step=3, group_size=2)
+    full = _config(bc_dir, env={"args": env}, steps=1, tasks_per_step=3, group_size=2)
     train(full, tmp_path / "full")
     assert {g["budget"] for g in _groups(tmp_path / "full")} == {10}
     assert audit_run(tmp_path / "full").passed
 
 
 def test_validation_logs_r_multi_and_r_single_with_a_saved_pool(bc_dir: Path, tmp_path: Path) -> None:
-    config = _config(bc_dir, steps=2, history=1, algo={"step_rows": True},
+    config = _config(bc_dir, steps=2, prompt={"history": 1}, algo={"step_rows": True},
                      validation={"every": 1, "tasks": 4, "dynamics": {"states": 12, "actions": 2, "pool_tasks": 3,
                                                                      "pool_samples": 2}})
     train(config, tmp_path / "run")

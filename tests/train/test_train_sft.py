@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from arlkit.config import EnvSpec
 from arlkit.envs import make
 from arlkit.policies import SamplingConfig
 from arlkit.policies.hf import HFPolicy
 from arlkit.rollout import PromptConfig, make_jobs, run_rollouts
-from arlkit.train import SFTConfig
+from arlkit.train import OptimConfig, SFTConfig
 from arlkit.train.batch import ChatTokens
 from arlkit.train.model import load_model
 from arlkit.recipes.sft import collect_demonstrations, sft_rows
@@ -34,8 +35,9 @@ def _play(model_dir: Path, env_args: dict, tasks: list) -> tuple[float, float]:
 def test_bc_raises_success_well_above_the_untrained_model(nano_dir: Path, tmp_path: Path) -> None:
     from arlkit.recipes import run_sft
 
-    config = SFTConfig(model=str(nano_dir), env_args=FOUR_MAPS, expert="noisy-oracle:0.3", tasks=4, samples=4,
-                       history=1, steps=60, batch_rows=32, lr=3e-3, warmup_steps=5)
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", FOUR_MAPS), expert="noisy-oracle:0.3", tasks=4,
+                       samples=4, prompt=PromptConfig(history=1), steps=60, batch_rows=32,
+                       optim=OptimConfig(lr=3e-3, warmup_steps=5))
     result = run_sft(config, tmp_path / "bc", progress=False)
     tasks = make("frozenlake", **FOUR_MAPS).tasks("train", 4)
     untrained, untrained_valid = _play(nano_dir, FOUR_MAPS, tasks)
@@ -51,8 +53,8 @@ def test_bc_raises_success_well_above_the_untrained_model(nano_dir: Path, tmp_pa
 
 
 def test_demonstrations_use_the_agents_prompts_and_oracle_labels(nano_dir: Path) -> None:
-    config = SFTConfig(model=str(nano_dir), env_args=dict(EASY_ENV, t_max=5), expert="noisy-oracle:1.0", tasks=3,
-                       samples=2, history=1, think="")
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", dict(EASY_ENV, t_max=5)), expert="noisy-oracle:1.0",
+                       tasks=3, samples=2, prompt=PromptConfig(history=1), think="")
     demos = collect_demonstrations(config)
     assert len(demos.trajectories) == 6 and demos.kept == list(range(6))
     for t, labels in zip(demos.trajectories, demos.targets, strict=True):
@@ -71,15 +73,15 @@ def test_demonstrations_use_the_agents_prompts_and_oracle_labels(nano_dir: Path)
     assert target_text == demos.targets[0][0]
     assert list(row.targets) == list(range(row.targets[0], len(row.ids)))  # targets: the reply, at the end
 
-    kept = collect_demonstrations(SFTConfig(model=str(nano_dir), env_args=EASY_ENV, expert="oracle", keep="success",
-                                            tasks=3, samples=1))
+    kept = collect_demonstrations(SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", EASY_ENV), expert="oracle",
+                                            keep="success", tasks=3, samples=1))
     assert kept.kept and all(kept.trajectories[i].success for i in kept.kept)
 
 
 def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_ones(nano_dir: Path) -> None:
 
-    config = SFTConfig(model=str(nano_dir), env_args=dict(EASY_ENV, t_max=6), expert="noisy-oracle:0.5", tasks=4,
-                       samples=2, history=None, counters="observation", rows="trajectory")
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", dict(EASY_ENV, t_max=6)), expert="noisy-oracle:0.5",
+                       tasks=4, samples=2, prompt=PromptConfig(history=None, counters="observation"), rows="trajectory")
     demos = collect_demonstrations(config)
     _, tokenizer = load_model(nano_dir, attn_implementation="eager")
     chat = ChatTokens(tokenizer)
@@ -105,7 +107,7 @@ def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_o
         some_skipped |= not all(wanted)
     assert some_skipped  # eps 0.5: some executed replies are context only
     with pytest.raises(ValueError, match="history"):
-        SFTConfig(model=str(nano_dir), history=1, rows="trajectory")
+        SFTConfig(model=str(nano_dir), prompt=PromptConfig(history=1), rows="trajectory")
 
 
 def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -115,8 +117,9 @@ def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Pa
     from arlkit.recipes import run_sft
     from arlkit.recipes import sft as sft_module
 
-    config = SFTConfig(model=str(nano_dir), env_args=FOUR_MAPS, expert="noisy-oracle:0.3", tasks=2, samples=2,
-                       history=1, steps=7, batch_rows=8, lr=3e-3, warmup_steps=2, checkpoint_every=2)
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", FOUR_MAPS), expert="noisy-oracle:0.3", tasks=2,
+                       samples=2, prompt=PromptConfig(history=1), steps=7, batch_rows=8,
+                       optim=OptimConfig(lr=3e-3, warmup_steps=2), checkpoint_every=2)
     reference = run_sft(config, tmp_path / "reference", progress=False)
 
     real_score_rows, calls = sft_module.score_rows, [0]
@@ -178,8 +181,8 @@ def test_relabelling_from_the_replayed_trajectory_gives_the_request_time_labels(
 
     monkeypatch.setattr(sft, "make_policy", wrapped)
     # slippery maps and a noisy expert: the states (and the oracle's horizons) differ from turn to turn
-    config = SFTConfig(env_args={"size": 4, "t_max": 12}, expert="noisy-oracle:0.5", tasks=4, samples=3, history=1,
-                       think="plan", budget_mode=budget_mode, budget=budget)
+    config = SFTConfig(env=EnvSpec("frozenlake", {"size": 4, "t_max": 12}), expert="noisy-oracle:0.5", tasks=4,
+                       samples=3, prompt=PromptConfig(budget_mode=budget_mode, history=1), think="plan", budget=budget)
     demos = collect_demonstrations(config)
     (live,) = seen
     assert sum(len(t.turns) for t in demos.trajectories) > 12

@@ -14,7 +14,7 @@ from arlkit.train import OptimConfig, SFTConfig, TrainConfig
 from .conftest import EASY_ENV
 
 TINY_RUN = ["steps=0", "validation.every=0", "progress=false", "tensorboard=false", "train_tasks=2",
-            f"env_args={EASY_ENV}".replace("'", "")]
+            f"env.args={EASY_ENV}".replace("'", "")]
 
 
 def _err(capsys: pytest.CaptureFixture[str]) -> str:
@@ -68,7 +68,7 @@ def test_python_callers_get_the_same_range_checks() -> None:
     with pytest.raises(ValueError, match="lr: must be a finite number >= 0, got inf"):
         OptimConfig(lr=math.inf)
     with pytest.raises(ValueError, match="lr: must be a finite number >= 0, got nan"):
-        SFTConfig(lr=math.nan)
+        SFTConfig(optim=OptimConfig(lr=math.nan))
     with pytest.raises(ValueError, match="grad_clip"):
         OptimConfig(grad_clip=math.nan)
     with pytest.raises(ValueError, match="seed"):

@@ -21,7 +21,7 @@ from arlkit.analysis.likelihood import LikelihoodConfig
 from arlkit.analysis.states import ReplayError
 from arlkit.analysis.steps import StepsConfig
 from arlkit.cli import UsageError
-from arlkit.cli.eval_cmd import add_sampling_arguments, sampling_from_args
+from arlkit.cli.flags import add_sampling_arguments, sampling_from_args
 from arlkit.config import ConfigError, build_config
 
 __all__ = ["register"]

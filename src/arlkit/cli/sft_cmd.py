@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from arlkit.config import parse_key_values
+from arlkit.config import load_config, parse_key_values
 
 __all__ = ["register"]
 
@@ -27,14 +27,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from arlkit.train import SFTConfig, load_config
+    from arlkit.train import SFTConfig
     from arlkit.recipes import run_sft  # torch: only when the command runs
     from arlkit.train.checks import check_sft_config
 
     config = load_config(SFTConfig, args.config, parse_key_values(args.overrides, option="override"))
     if args.check:
         budgets = check_sft_config(config)
-        print(json.dumps({"env": config.env, "model": config.model, "expert": config.expert,
+        print(json.dumps({"env": config.env.name, "model": config.model, "expert": config.expert,
                           "budgets": list(budgets), "rows": config.rows}, indent=2))
         return 0
     result = run_sft(config, args.out)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from arlkit.config import parse_key_values
+from arlkit.config import load_config, parse_key_values
 
 __all__ = ["register"]
 
@@ -16,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="multi-turn RL with any preset (GRPO, PPO, GiGPO, ...), full budget or BudgetMix",
         description="Train a policy with multi-turn RL. The config is a YAML serialisation of "
         "arlkit.train.TrainConfig; KEY=VALUE pairs override it (dotted keys for sections: optim.lr=3e-4, "
-        "algo.kl_coef=0.02). A killed run continues with --resume.",
+        "algo.kl_coef=0.02, env.args.size=5, prompt.history=0). A killed run continues with --resume.",
     )
     p.add_argument("--config", help="YAML config file (omit to use the defaults plus overrides)")
     p.add_argument("--out", required=True, help="run directory")
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from arlkit.train import TrainConfig, load_config
+    from arlkit.train import TrainConfig
     from arlkit.recipes import train  # torch: only when the command runs
     from arlkit.train.checks import check_train_config
 

@@ -16,14 +16,13 @@ from arlkit.envs.capabilities import (
     has_snapshots,
 )
 from arlkit.envs.protocol import Env, ParsedAction, PromptText, StepResult, Task
-from arlkit.envs.registry import EnvSpec, env_config, list_envs, make, register_env
+from arlkit.envs.registry import RegisteredEnv, env_config, list_envs, make, register_env
 
 __all__ = [
     "ActionScorer",
     "ActionSpace",
     "BudgetHeadroom",
     "Env",
-    "EnvSpec",
     "ErrorInjector",
     "FailureDetector",
     "MissingCapability",
@@ -31,6 +30,7 @@ __all__ = [
     "Oracle",
     "ParsedAction",
     "PromptText",
+    "RegisteredEnv",
     "Snapshot",
     "StateKey",
     "StepQuality",

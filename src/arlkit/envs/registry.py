@@ -9,21 +9,22 @@ from typing import Any, TypeVar
 from arlkit.config import ConfigError, build_config
 from arlkit.envs.protocol import Env
 
-__all__ = ["EnvSpec", "env_config", "list_envs", "make", "register_env"]
+__all__ = ["RegisteredEnv", "env_config", "list_envs", "make", "register_env"]
 
 E = TypeVar("E")
 
 
 @dataclass(frozen=True)
-class EnvSpec:
-    """A registered environment: its name, config dataclass and constructor ``factory(config)``."""
+class RegisteredEnv:
+    """A registered environment: its name, config dataclass and constructor ``factory(config)`` (the
+    ``env`` section of a run's config is :class:`arlkit.config.EnvSpec`)."""
 
     name: str
     config_cls: type
     factory: Callable[[Any], Env]
 
 
-_REGISTRY: dict[str, EnvSpec] = {}
+_REGISTRY: dict[str, RegisteredEnv] = {}
 
 
 def register_env(name: str, config_cls: type) -> Callable[[E], E]:
@@ -35,7 +36,7 @@ def register_env(name: str, config_cls: type) -> Callable[[E], E]:
     def deco(factory: E) -> E:
         if name in _REGISTRY:
             raise ValueError(f"environment {name!r} is already registered")
-        _REGISTRY[name] = EnvSpec(name, config_cls, factory)  # type: ignore[arg-type]
+        _REGISTRY[name] = RegisteredEnv(name, config_cls, factory)  # type: ignore[arg-type]
         return factory
 
     return deco
@@ -47,7 +48,7 @@ def list_envs() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def _spec(name: str) -> EnvSpec:
+def _spec(name: str) -> RegisteredEnv:
     _load_builtins()
     if name not in _REGISTRY:
         raise ConfigError(f"unknown environment {name!r}; valid choices: {', '.join(sorted(_REGISTRY))}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 
@@ -19,7 +18,6 @@ __all__ = [
     "default_ks",
     "pass_table",
     "per_task_pass",
-    "resolve_budgets",
     "task_counts",
     "upper_bound_per_task",
 ]
@@ -67,34 +65,6 @@ CSV_HEADER = [
     "env", "policy", "budget_mode", "T", "T_frac", "k", "pass", "ci_low", "ci_high", "upper_bound", "n_tasks",
     "n_samples", "headroom",
 ]  # fmt: skip
-
-
-def resolve_budgets(specs: Sequence[str | int], t_max: int) -> list[int]:
-    """Turn ``["25%", "50%", 10]`` into sorted distinct turn counts.
-
-    A percentage p of T_max becomes ``ceil(p * T_max / 100)`` computed exactly (with fractions, so
-    30% of 10 is 3, not 4); an integer is taken as turns. Every budget must be in [1, T_max].
-    """
-    out = set()
-    for spec in specs:
-        text = str(spec).strip()
-        try:
-            if text.endswith("%"):
-                share = Fraction(text[:-1])
-                turns = -((-share * t_max) // 100)  # ceil in exact arithmetic
-            else:
-                turns = Fraction(text)
-                if turns.denominator != 1:
-                    raise ValueError
-        except (ValueError, ZeroDivisionError):
-            raise ValueError(f"budget {text!r} is neither a whole number of turns nor a percentage like 25%") from None
-        turns_int = int(turns)
-        if not 1 <= turns_int <= t_max:
-            raise ValueError(f"budget {text!r} gives {turns_int} turns; budgets must be between 1 and T_max = {t_max}")
-        out.add(turns_int)
-    if not out:
-        raise ValueError("give at least one budget")
-    return sorted(out)
 
 
 def default_ks(samples: int) -> list[int]:

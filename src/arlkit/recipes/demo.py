@@ -24,15 +24,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from arlkit.config import ConfigError
+from arlkit.config import ConfigError, EnvSpec, config_to_plain
 from arlkit.report.figures import fig_dynamics, fig_passkt
 from arlkit.report.outputs import save_figure
+from arlkit.rollout.prompts import PromptConfig
 from arlkit.rundir import atomic_path, atomic_write_text
 
 __all__ = ["DEMO_ENV", "DemoPlan", "DemoResult", "demo_plan", "run_demo"]
@@ -48,13 +49,14 @@ class DemoPlan:
     """Sizes of one demo run.
 
     Attributes:
-        sft: overrides of :class:`~arlkit.train.SFTConfig`.
-        rl: overrides of :class:`~arlkit.train.TrainConfig` shared by both RL runs.
+        sft: overrides of :class:`~arlkit.train.SFTConfig` (``env`` and ``prompt`` come from the plan's).
+        rl: overrides of :class:`~arlkit.train.TrainConfig` shared by both RL runs (likewise).
         eval_tasks: held-out maps evaluated.
         eval_samples: trajectories per map and budget (n; Pass@k for k <= n).
         budgets: evaluation budgets (percentages of T_max, announced).
         workers: parallel processes.
-        history, counters: the evaluation prompts (the same as training's).
+        env: the environment of every stage (the budget-sensitive FrozenLake set).
+        prompt: the prompts of every stage: cloning, RL and evaluation (announced budgets).
     """
 
     sft: dict[str, Any]
@@ -63,8 +65,12 @@ class DemoPlan:
     eval_samples: int
     budgets: tuple[str, ...] = ("25%", "50%", "75%", "100%")
     workers: int = 2
-    history: int = 0
-    counters: str = "observation"
+    env: EnvSpec = field(default_factory=lambda: EnvSpec("frozenlake", dict(DEMO_ENV)))
+    prompt: PromptConfig = field(default_factory=lambda: PromptConfig("announced", history=0, counters="observation"))
+
+    def overrides(self, stage: str) -> dict[str, Any]:
+        """The config overrides of ``stage`` (``sft`` or ``rl``) with the plan's environment and prompts."""
+        return {"env": config_to_plain(self.env), "prompt": config_to_plain(self.prompt), **getattr(self, stage)}
 
 
 def demo_plan(quick: bool) -> DemoPlan:
@@ -74,18 +80,17 @@ def demo_plan(quick: bool) -> DemoPlan:
     turn counters after it (``counters: observation``; the system prompt states the total budget), so
     every row of a batch with the same budget shares the system prompt, computed once: this is what
     makes hundreds of BC steps and tens of RL steps fit in the time bound on a 2-core CPU."""
-    prompts: dict[str, Any] = {"history": DemoPlan.history, "counters": DemoPlan.counters}
     common_rl: dict[str, Any] = {
-        **prompts, "env_args": DEMO_ENV, "algo": {"step_rows": True, "kl_coef": 0.01},
+        "algo": {"step_rows": True, "kl_coef": 0.01},
         "sampling": {"temperature": 1.0, "max_new_tokens": 8}, "train_tasks": 600, "progress": False,
         "optim": {"lr": 3e-4}, "checkpoint_every": 5,
     }
-    common_sft: dict[str, Any] = {**prompts, "env_args": DEMO_ENV, "expert": "noisy-oracle:0.3", "relabel": True,
-                                  "tasks": 600, "samples": 4, "batch_rows": 64}
+    common_sft: dict[str, Any] = {"expert": "noisy-oracle:0.3", "relabel": True, "tasks": 600, "samples": 4,
+                                  "batch_rows": 64}
     if quick:
         return DemoPlan(
             # enough cloning to learn the reply format (an unformatted model runs every turn of every budget)
-            sft={**common_sft, "tasks": 48, "samples": 2, "steps": 40, "batch_rows": 32, "lr": 3e-3},
+            sft={**common_sft, "tasks": 48, "samples": 2, "steps": 40, "batch_rows": 32, "optim": {"lr": 3e-3}},
             rl={**common_rl, "steps": 2, "tasks_per_step": 4, "group_size": 4, "checkpoint_every": 1,
                 "validation": {"every": 1, "tasks": 4, "dynamics": {"states": 16, "actions": 2, "pool_tasks": 4,
                                                                    "pool_samples": 2}}},
@@ -95,7 +100,7 @@ def demo_plan(quick: bool) -> DemoPlan:
     # this size); an RL step of 8 x 8 rollouts ~7.7 s with the two runs in parallel; the 12 evaluations
     # 140-165 s on two processes. The whole demo took 10-11 minutes (10:18 and 10:55 wall, two sessions).
     return DemoPlan(
-        sft={**common_sft, "steps": 120, "lr": 3e-3},
+        sft={**common_sft, "steps": 120, "optim": {"lr": 3e-3}},
         rl={**common_rl, "steps": 48, "tasks_per_step": 8, "group_size": 8,
             "validation": {"every": 12, "tasks": 32, "dynamics": {"states": 128, "actions": 4, "pool_tasks": 32,
                                                                 "pool_samples": 2}}},
@@ -131,25 +136,25 @@ def _quiet() -> None:
 
 def _train_job(config: dict[str, Any], out: str) -> str:
     _quiet()
-    from arlkit.train import TrainConfig, load_config
+    from arlkit.config import load_config
     from arlkit.recipes import train
+    from arlkit.train import TrainConfig
 
     result = train(load_config(TrainConfig, None, config), out, resume=True)
     return str(result.final_model)
 
 
 def _eval_job(jobs: list[dict[str, Any]]) -> None:
-    """Evaluations ``{policy, budget, tasks, samples, history, counters, out}``, one after the other."""
+    """Evaluations ``{policy, budget, tasks, samples, env, prompt, out}``, one after the other."""
     _quiet()
     os.environ["ARLKIT_HF_ATTN"] = "arlkit"  # fixed, not probed: measured fastest for these rollouts (docs/policies.md)
     from arlkit.recipes.eval import EvalConfig, run_eval
     from arlkit.policies import SamplingConfig
 
     for job in jobs:
-        config = EvalConfig(env="frozenlake", env_args=DEMO_ENV, policies=(job["policy"],), tasks=job["tasks"],
-                            samples=job["samples"], budgets=(job["budget"],), budget_mode="announced",
-                            history=job["history"], counters=job["counters"], seed=2024,
-                            sampling=SamplingConfig(temperature=1.0, max_new_tokens=8), bootstrap=200)
+        config = EvalConfig(env=EnvSpec(**job["env"]), policies=(job["policy"],), tasks=job["tasks"],
+                            samples=job["samples"], budgets=(job["budget"],), prompt=PromptConfig(**job["prompt"]),
+                            seed=2024, sampling=SamplingConfig(temperature=1.0, max_new_tokens=8), bootstrap=200)
         run_eval(config, job["out"])
 
 
@@ -172,8 +177,9 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     """Run the whole demo into ``out`` (module docstring); a re-run resumes finished stages."""
     _quiet()
     from arlkit.rollout.corpus import init_tiny_model
-    from arlkit.train import SFTConfig, load_config
+    from arlkit.config import load_config
     from arlkit.recipes import run_sft
+    from arlkit.train import SFTConfig
 
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -194,7 +200,7 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     bc = out / "bc"
     if not (bc / "model" / "config.json").is_file():
         say(f"behaviour cloning: {plan.sft['steps']} steps on expert demonstrations (budget-sensitive FrozenLake)")
-        sft = run_sft(load_config(SFTConfig, None, {**plan.sft, "model": str(base)}), bc, progress=not quick)
+        sft = run_sft(load_config(SFTConfig, None, {**plan.overrides("sft"), "model": str(base)}), bc, progress=not quick)
         say(f"  {sft.rows} demonstration steps, final loss {sft.final_loss:.3f}, {sft.seconds:.0f}s")
     seconds["bc"] = time.monotonic() - t0
 
@@ -203,7 +209,8 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     budgets = {"Full": "full", "BudgetMix": "budgetmix"}
     logs = out / "logs"
     logs.mkdir(exist_ok=True)
-    train_jobs = [(run.name, "train", {"config": {**plan.rl, "model": str(bc / "model"), "budget": budgets[method]},
+    train_jobs = [(run.name, "train", {"config": {**plan.overrides("rl"), "model": str(bc / "model"),
+                                                  "budget": budgets[method]},
                                        "out": str(run)})
                   for method, run in runs.items() if not (run / "final" / "config.json").is_file()]
     if train_jobs:
@@ -222,8 +229,8 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
             target = out / "eval" / method.lower() / budget.rstrip("%")
             if not (target / "passkt.csv").is_file():
                 evals.append({"policy": f"hf:{path}", "budget": budget, "tasks": plan.eval_tasks,
-                              "samples": plan.eval_samples, "history": plan.history, "counters": plan.counters,
-                              "out": str(target)})
+                              "samples": plan.eval_samples, "env": config_to_plain(plan.env),
+                              "prompt": config_to_plain(plan.prompt), "out": str(target)})
     # one process per worker, each taking every workers-th evaluation (a process start costs ~4 s of imports)
     _run_workers([(f"eval-{w}", "eval", {"jobs": evals[w :: plan.workers]}) for w in range(plan.workers)
                   if evals[w :: plan.workers]], plan.workers, logs)
@@ -340,7 +347,7 @@ def _write_outputs(out: Path, plan: DemoPlan, policies: dict[str, Path], runs: d
     from arlkit.metrics import bootstrap_mean, paired_bootstrap_difference
     from arlkit.metrics.passkt import per_task_pass
 
-    env = make("frozenlake", **DEMO_ENV)
+    env = make(plan.env.name, **plan.env.args)
     tasks = env.tasks("test", plan.eval_tasks)
     task_ids = [t.task_id for t in tasks]
     ks = [k for k in (1, 2, 4, 8, 16) if k <= plan.eval_samples]
@@ -390,8 +397,10 @@ def _pct(x: float) -> str:
 def _summary(plan: DemoPlan, rows: list[dict[str, Any]], budgets_T: list[int], ks: list[int],
              headroom: dict[int, float], bound: dict[int, float], dynamics: dict[str, dict[str, float]],
              seconds: dict[str, float], runs: dict[str, Path]) -> str:
+    from arlkit.envs import make
+
     cell = {(r["method"], r["T"], r["k"]): r for r in rows}
-    t_max = DEMO_ENV["t_max"]
+    t_max = int(make(plan.env.name, **plan.env.args).t_max)
     lines = [
         "# arlkit demo: GRPO at the full budget vs GRPO-BudgetMix (RT Table 1 on the embedded tiny model)",
         "",
@@ -399,8 +408,8 @@ def _summary(plan: DemoPlan, rows: list[dict[str, Any]], budgets_T: list[int], k
         f"({plan.rl['tasks_per_step']} maps x {plan.rl['group_size']} rollouts per step, same seeds); evaluated on "
         f"{plan.eval_tasks} held-out budget-sensitive 5x5 FrozenLake maps (slippery, success rate 0.8, "
         f"T_max = {t_max}), {plan.eval_samples} samples per map and budget, budgets announced in the prompt. "
-        f"Prompts show the current map (history {plan.history}) with the turn counters "
-        f"{'after it' if plan.counters == 'observation' else 'in the system prompt'}.",
+        f"Prompts show the current map (history {plan.prompt.history}) with the turn counters "
+        f"{'after it' if plan.prompt.counters == 'observation' else 'in the system prompt'}.",
         "",
     ]
     for k in sorted({ks[0], ks[-1]}):

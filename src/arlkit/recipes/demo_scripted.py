@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from arlkit.config import EnvSpec
 from arlkit.recipes.analyze import analyze_run
 from arlkit.recipes.demo import DEMO_ENV
 from arlkit.recipes.eval import EvalConfig, EvalResult, run_eval
@@ -26,13 +27,11 @@ def run_scripted_demo(
     the report's path."""
     out = Path(out)
     config = EvalConfig(
-        env="frozenlake",
-        env_args=dict(DEMO_ENV),
+        env=EnvSpec("frozenlake", dict(DEMO_ENV)),
         policies=SCRIPTED_POLICIES,
         tasks=30 if quick else 100,
         samples=8,
         budgets=("25%", "50%", "75%", "100%"),
-        budget_mode="announced",
     )
     result = run_eval(config, out / "eval", on_progress=on_progress)
     notes = analyze_run([out / "eval"], "noisy-oracle:0.3", "oracle", out / "analysis", quick=quick,

@@ -19,14 +19,14 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from arlkit.config import config_to_dict
+from arlkit.config import EVAL_BUDGETS, MOVED_KEYS, EnvSpec, check_budget, config_to_dict, flat_plain, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.registry import make
-from arlkit.metrics.passkt import PassRow, default_ks, pass_table, resolve_budgets
+from arlkit.metrics.passkt import PassRow, default_ks, pass_table
 from arlkit.policies import BackendOptions, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
 from arlkit.rundir import atomic_path, claim_run_dir
@@ -39,23 +39,24 @@ __all__ = ["EvalConfig", "EvalResult", "run_eval"]
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Everything that defines an evaluation run.
+    """Everything that defines an evaluation run (``arlkit eval --config FILE.yaml``, or its flags).
 
     Attributes:
-        env: registered environment name.
-        env_args: environment config overrides (``{"size": 6, "slippery": False}``).
+        env: the environment and its config overrides (``EnvSpec("frozenlake", {"size": 6})``; in
+            YAML ``env: {name: frozenlake, args: {size: 6}}``).
         policies: policy specs to evaluate on identical tasks, seeds and budgets.
         tasks: number of tasks from ``split``.
         samples: trajectories per task (n); Pass@k needs k <= n.
-        budgets: turn budgets, as percentages of T_max (``"25%"``) or whole turns (``"10"``).
-        budget_mode: ``announced`` (one run per budget) or ``hidden`` (one run at the largest budget,
-            smaller budgets by truncation).
+        budgets: turn budgets, as percentages of T_max (``"25%"``), whole turns (``"10"``) or ``full``
+            (:func:`arlkit.config.resolve_budgets`).
+        prompt: how prompts are built (:class:`arlkit.rollout.PromptConfig`): ``budget_mode``
+            ``announced`` (one run per budget) or ``hidden`` (one run at the largest budget, smaller
+            budgets by truncation); ``history`` ``None`` for the full chat, or the number of recent
+            (action, observation) pairs; ``counters``, where announced budgets show the turn
+            counters: ``system`` (RT Table 2) or ``observation`` (cache-friendly).
         ks: the K values of Pass@K; ``None`` means powers of two up to ``samples``.
         split: ``train`` or ``test``.
         seed: base seed of every trajectory's environment and policy seeds and of the bootstrap.
-        history: ``None`` for the full chat, or the number of recent (action, observation) pairs.
-        counters: where announced budgets show the turn counters: ``system`` (RT Table 2) or
-            ``observation`` (cache-friendly; see :class:`arlkit.rollout.PromptConfig`).
         sampling: sampling options of LLM policies.
         backend: request timeout, retries and context window of LLM backends (only the context
             window is part of the run's identity).
@@ -66,25 +67,32 @@ class EvalConfig:
             is left out until a re-run has retried them.
     """
 
-    env: str = "frozenlake"
-    env_args: dict[str, Any] = field(default_factory=dict)
+    env: EnvSpec = field(default_factory=EnvSpec)
     policies: tuple[str, ...] = ("oracle",)
     tasks: int = 100
     samples: int = 8
     budgets: tuple[str, ...] = ("25%", "50%", "75%", "100%")
-    budget_mode: Literal["announced", "hidden"] = "announced"
+    prompt: PromptConfig = field(default_factory=PromptConfig)
     ks: tuple[int, ...] | None = None
     split: Literal["train", "test"] = "test"
     seed: int = 0
-    history: int | None = None
-    counters: Literal["system", "observation"] = "system"
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     backend: BackendOptions = field(default_factory=BackendOptions)
     bootstrap: int = 2000
     max_active: int = 256
     allow_errors: bool = False
 
+    MOVED_KEYS: ClassVar[dict[str, str]] = MOVED_KEYS
+
     def __post_init__(self) -> None:
+        if not isinstance(self.env, EnvSpec):
+            raise ValueError(f"env: expected EnvSpec(name, args), got {self.env!r}")
+        if not isinstance(self.prompt, PromptConfig):
+            raise ValueError(f"prompt: expected a PromptConfig, got {self.prompt!r}")
+        if not self.budgets:
+            raise ValueError("give at least one budget")
+        for budget in self.budgets:
+            check_budget(budget, EVAL_BUDGETS)
         if self.tasks < 1:
             raise ValueError(f"tasks must be >= 1, got {self.tasks}")
         if self.samples < 1:
@@ -144,13 +152,13 @@ class EvalResult:
 def _run_identity(config: EvalConfig) -> dict[str, Any]:
     """The parts of a config that determine results (``max_active``, ``allow_errors``, timeouts
     and retries do not)."""
-    data = config_to_dict(config)
+    data = flat_plain(config)  # the flat form of the identities recorded before env and prompt were sections
     for key in ("max_active", "allow_errors"):
         data.pop(key)
     backend = data.pop("backend")
     if backend["context_length"] is not None:  # timeouts and retries do not change results
         data["context_length"] = backend["context_length"]
-    data["env_args"] = config_to_dict(env_config(config.env, config.env_args))
+    data["env_args"] = config_to_dict(env_config(config.env.name, config.env.args))
     data["prompt_version"] = PROMPT_VERSION
     return json.loads(json.dumps(data, sort_keys=True))  # the form it takes in run.json
 
@@ -184,21 +192,21 @@ def run_eval(
         on_progress: called as ``on_progress(done, total)`` after each finished trajectory.
     """
     out = Path(out)
-    probe = make(config.env, **config.env_args)
+    probe = make(config.env.name, **config.env.args)
     budgets = resolve_budgets(config.budgets, probe.t_max)
     ks = list(config.ks) if config.ks else default_ks(config.samples)
     policies = [make_policy(spec, config.sampling, config.backend) for spec in config.policies]
     tasks = probe.tasks(config.split, config.tasks)
     claim_run_dir(out, _run_identity(config))
 
-    run_budgets = budgets if config.budget_mode == "announced" else [max(budgets)]
+    run_budgets = budgets if config.prompt.budget_mode == "announced" else [max(budgets)]
     path, errors_path = out / "trajectories.jsonl", out / "errors.jsonl"
     kept = _set_aside_errors(path, errors_path, read_trajectories(path, repair=True))
     done = {t.key() for t in kept}
     total = len(config.policies) * len(run_budgets) * len(tasks) * config.samples
     finished = [len(done)]
     failed: list[Trajectory] = []
-    prompt = PromptConfig(config.budget_mode, config.history, config.counters)
+    prompt = config.prompt
     if on_progress:
         on_progress(finished[0], total)
 
@@ -223,7 +231,7 @@ def run_eval(
             ]
             if jobs:
                 run_rollouts(
-                    lambda: make(config.env, **config.env_args),
+                    lambda: make(config.env.name, **config.env.args),
                     jobs,
                     policy,
                     prompt,
@@ -246,9 +254,9 @@ def run_eval(
             continue
         rows += pass_table(
             mine + errored,
-            env=config.env,
+            env=config.env.name,
             policy=spec,
-            budget_mode=config.budget_mode,
+            budget_mode=config.prompt.budget_mode,
             budgets=budgets,
             ks=ks,
             t_max=probe.t_max,
@@ -263,8 +271,8 @@ def run_eval(
     )
     result.notes = _notes(result, config)
     title = (
-        f"Pass@(K,T) on {config.env} ({len(task_ids)} {config.split} tasks, {config.samples} samples each, "
-        f"{config.budget_mode} budgets, T_max = {probe.t_max})"
+        f"Pass@(K,T) on {config.env.name} ({len(task_ids)} {config.split} tasks, {config.samples} samples each, "
+        f"{config.prompt.budget_mode} budgets, T_max = {probe.t_max})"
     )
     write_eval_report(out, rows, title=title, notes=result.notes)
     return result

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,21 +47,23 @@ from arlkit.algos import (
     kl_penalty,
     policy_loss,
 )
+from arlkit.config import config_to_plain, flat_plain
 from arlkit.envs import make
 from arlkit.policies.hf import HFPolicy
-from arlkit.rollout import PROMPT_VERSION, PromptConfig, Trajectory, derive_seed, make_jobs, run_rollouts
+from arlkit.rollout import PROMPT_VERSION, Trajectory, derive_seed, make_jobs, run_rollouts
 from arlkit.train.batch import ChatTokens, RowBatch, build_batch, pad_rows, score_trajectory
 from arlkit.train.budgetmix import sample_group_budgets
 from arlkit.rundir import atomic_write_text, check_run_dir, claim_run_dir
 from arlkit.train.checkpoint import load_latest_checkpoint, restore_state, save_checkpoint
 from arlkit.train.checks import check_train_config
-from arlkit.train.config import RUNTIME_FIELDS, OptimConfig, TrainConfig, config_to_plain
+from arlkit.train.config import RUNTIME_FIELDS, TrainConfig
+from arlkit.train.optim import adamw, lr_scheduler
 from arlkit.train.dynamics import build_state_pool, load_state_pool, r_multi, r_single, save_state_pool
 from arlkit.train.forward import Critic, resolve_precision, score_rows
 from arlkit.train.model import apply_lora, base_causal_lm, frozen_copy, load_model, resolve_model_path, save_model_dir
 from arlkit.train.tracking import MetricsLog, progress_bar
 
-__all__ = ["TrainResult", "lr_lambda", "train"]
+__all__ = ["TrainResult", "train"]
 
 
 RUNTIME_KEYS = tuple(f"config.{name}" for name in RUNTIME_FIELDS)
@@ -88,23 +89,6 @@ class TrainResult:
     resumed_from: int | None
 
 
-def lr_lambda(optim: OptimConfig, total_updates: int) -> Callable[[int], float]:
-    """Multiplier of ``optim.lr`` after ``u`` optimizer updates: linear warm-up, then the schedule."""
-
-    def factor(u: int) -> float:
-        if u < optim.warmup_steps:
-            return (u + 1) / optim.warmup_steps
-        span = max(1, total_updates - optim.warmup_steps)
-        progress = min(1.0, (u - optim.warmup_steps) / span)
-        if optim.schedule == "linear":
-            return 1.0 - progress
-        if optim.schedule == "cosine":
-            return 0.5 * (1.0 + math.cos(math.pi * progress))
-        return 1.0
-
-    return factor
-
-
 def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
@@ -119,17 +103,17 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     out = Path(out)
     resolved = check_train_config(config)
     algo = resolved.algo
-    identity = {"config": config_to_plain(config), "t_max": resolved.t_max, "budgets": list(resolved.budgets),
+    identity = {"config": flat_plain(config), "t_max": resolved.t_max, "budgets": list(resolved.budgets),
                 "algo": config_to_plain(algo), "prompt_version": PROMPT_VERSION}
     check_run_dir(out, identity, resume=resume, force=force, volatile=RUNTIME_KEYS, allowed=("base_model",))
     torch.manual_seed(config.seed)
 
     # -- environment, tasks, prompts ------------------------------------------------------------------
     def make_env() -> Any:
-        return make(config.env, **config.env_args)
+        return make(config.env.name, **config.env.args)
 
     train_tasks = make_env().tasks("train", config.train_tasks)
-    prompt = PromptConfig(config.budget_mode, config.history, config.counters)
+    prompt = config.prompt
     t_max = resolved.t_max
 
     # -- models: policy, reference, critic, optimizers -------------------------------------------------
@@ -145,14 +129,13 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     lm = base_causal_lm(model)
     params = [p for p in model.parameters() if p.requires_grad]
     o = config.optim
-    optimizer = torch.optim.AdamW(params, lr=o.lr, betas=(o.beta1, o.beta2), eps=o.eps, weight_decay=o.weight_decay)
+    optimizer = adamw(params, o)
     total_updates = config.steps * config.mini_batches * config.epochs
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(o, total_updates))
+    scheduler = lr_scheduler(optimizer, o, total_updates)
     critic_opt = None
     if critic is not None:
         critic_params = [p for p in critic.parameters() if p.requires_grad]
-        critic_opt = torch.optim.AdamW(critic_params, lr=o.critic_lr, betas=(o.beta1, o.beta2), eps=o.eps,
-                                       weight_decay=o.weight_decay)
+        critic_opt = adamw(critic_params, o, lr=o.critic_lr)
     policy = HFPolicy(lm, tokenizer, config.sampling, name="policy", attn_implementation=config.attn_implementation,
                       max_batch_size=64)
     fwd = {"temperature": config.sampling.temperature, "share_prefix": config.share_prefix,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,20 +29,21 @@ import numpy as np
 import torch
 
 from arlkit.analysis.states import replay
-from arlkit.config import ConfigError
+from arlkit.config import TRAIN_BUDGETS, ConfigError, config_to_plain, resolve_budget
 from arlkit.envs import Oracle, Task, make
 from arlkit.policies import Message, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon
-from arlkit.rollout import PROMPT_VERSION, PromptConfig, derive_seed, make_jobs, run_rollouts
+from arlkit.rollout import PROMPT_VERSION, derive_seed, make_jobs, run_rollouts
 from arlkit.rollout.records import Trajectory, TurnRecord
+from arlkit.rundir import atomic_write_text, claim_run_dir
 from arlkit.train.batch import ChatTokens, trajectory_row
 from arlkit.train.budgetmix import sample_group_budgets
-from arlkit.rundir import atomic_write_text, claim_run_dir
 from arlkit.train.checkpoint import load_latest_checkpoint, restore_state, save_checkpoint
-from arlkit.train.checks import check_sft_config, resolve_budgets
-from arlkit.train.config import SFTConfig, config_to_plain
+from arlkit.train.checks import check_sft_config
+from arlkit.train.config import SFTConfig
 from arlkit.train.forward import TokenRow, resolve_precision, score_rows
 from arlkit.train.model import load_model, resolve_model_path, save_model_dir
+from arlkit.train.optim import adamw, lr_scheduler
 from arlkit.train.tracking import MetricsLog, progress_bar
 
 __all__ = ["SFTResult", "collect_demonstrations", "run_sft", "sft_rows"]
@@ -72,7 +73,7 @@ def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Seque
     from, rebuilt by replaying the recorded actions (:func:`~arlkit.analysis.states.replay`), for the
     remaining budget the prompt announced (the oracle's horizon); the reply's action is drawn among
     the optimal ones by a generator seeded with (policy seed, turn)."""
-    env = make(config.env, **config.env_args)
+    env = make(config.env.name, **config.env.args)
     assert isinstance(env, Oracle)  # checked before the rollouts
     by_id = {task.task_id: task for task in tasks}
     targets, optimal = [], []
@@ -93,10 +94,10 @@ def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Seque
 
 def collect_demonstrations(config: SFTConfig) -> Demonstrations:
     """Play the expert on the first ``config.tasks`` training tasks (module docstring, step 1)."""
-    env = make(config.env, **config.env_args)
+    env = make(config.env.name, **config.env.args)
     if config.relabel and not isinstance(env, Oracle):
         raise ConfigError(f"relabel: the environment {env.name!r} has no oracle; set relabel: false")
-    budgets = resolve_budgets(config.budget, int(env.t_max))
+    budgets = resolve_budget(config.budget, int(env.t_max), TRAIN_BUDGETS)
     tasks = env.tasks("train", config.tasks)
     rng = np.random.default_rng([config.seed, 1729])
     per_task = sample_group_budgets(budgets, len(tasks), rng) if len(budgets) > 1 else [budgets[0]] * len(tasks)
@@ -107,8 +108,7 @@ def collect_demonstrations(config: SFTConfig) -> Demonstrations:
     ]
     expert = make_policy(config.expert)
     trajectories = run_rollouts(
-        lambda: make(config.env, **config.env_args), jobs, expert,
-        PromptConfig(config.budget_mode, config.history, config.counters),
+        lambda: make(config.env.name, **config.env.args), jobs, expert, config.prompt,
         policy_name=str(getattr(expert, "name", "expert")), keep_prompts=True,
     )
     kept = [i for i, t in enumerate(trajectories) if t.turns and (config.keep == "all" or t.success)]
@@ -198,10 +198,6 @@ def _finished(out: Path) -> SFTResult:
     return SFTResult(**{**fields, "model_dir": Path(fields["model_dir"])})
 
 
-def _lr_lambda(warmup: int) -> Callable[[int], float]:
-    return lambda update: min(1.0, (update + 1) / warmup) if warmup > 0 else 1.0
-
-
 def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFTResult:
     """Behaviour cloning into ``out`` (module docstring). The config, its environment, model and expert
     are checked (:func:`~arlkit.train.checks.check_sft_config`) before anything is written to ``out``."""
@@ -223,8 +219,8 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
         raise ConfigError("keep: no demonstration was kept (no successful trajectory?); use keep: all or more tasks")
 
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_lambda(config.warmup_steps))
+    optimizer = adamw(params, config.optim)
+    scheduler = lr_scheduler(optimizer, config.optim, config.steps)
     rng = np.random.default_rng([config.seed, 31337])
     epoch: list[list[int]] = []
     losses: list[float] = []
@@ -247,7 +243,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
             loss = -logp.mean()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, config.grad_clip if config.grad_clip > 0 else math.inf)
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, config.optim.grad_clip if config.optim.grad_clip > 0 else math.inf)
             optimizer.step()
             scheduler.step()
             losses.append(loss.item())

@@ -11,8 +11,8 @@ from arlkit.train.config import (
     SFTConfig,
     TrainConfig,
     ValidationConfig,
-    load_config,
 )
+from arlkit.config import load_config  # the loader of every command's config, re-exported for convenience
 from arlkit.train.checks import check_sft_config, check_train_config
 from arlkit.train.forward import Critic, TokenRow, score_rows
 from arlkit.train.tracking import read_metrics, read_tb_scalars

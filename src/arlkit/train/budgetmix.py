@@ -1,6 +1,7 @@
 """BudgetMix (docs/algorithms.md#budgetmix; RT §5.2 and App. A.4): train under budgets drawn per group.
 
-- Candidates: ``T_i = ceil(i·T_max/10)`` for i = 1..10, computed in integers as ``(i*T_max + 9) // 10``
+- Candidates (:func:`arlkit.config.budget_candidates`, with the parser of every budget setting):
+  ``T_i = ceil(i·T_max/10)`` for i = 1..10, computed in integers as ``(i*T_max + 9) // 10``
   (the float form ``ceil(i*0.1*T_max)`` gives 4 instead of 3 for T_max = 10, i = 3), duplicates removed.
 - Each task group draws one candidate uniformly; all rollouts of the group use it; the prompt announces
   it; a trajectory that exhausts it without success gets reward 0; GiGPO anchors carry the remaining
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from arlkit.config import TRAIN_BUDGETS, budget_candidates, resolve_budget
+
 __all__ = [
     "AuditCheck",
     "AuditReport",
@@ -29,14 +32,6 @@ __all__ = [
     "chi_square_uniform",
     "sample_group_budgets",
 ]
-
-
-def budget_candidates(t_max: int) -> list[int]:
-    """BudgetMix's candidate budgets for ``t_max``: ``(i*t_max + 9) // 10`` for i = 1..10, distinct,
-    ascending (T_max 10 -> 1..10; 24 -> 3,5,8,10,12,15,17,20,22,24; 70 -> 7,14,...,70)."""
-    if t_max < 1:
-        raise ValueError(f"t_max must be >= 1, got {t_max}")
-    return sorted({(i * t_max + 9) // 10 for i in range(1, 11)})
 
 
 def sample_group_budgets(candidates: Sequence[int], n_groups: int, rng: np.random.Generator) -> list[int]:
@@ -177,12 +172,7 @@ def audit_run(run: str | Path, *, alpha: float = 0.01) -> AuditReport:
     info, groups = _read_run(run)
     mode = str(info["config"]["budget"])
     t_max = int(info["t_max"])
-    if mode == "budgetmix":
-        allowed = budget_candidates(t_max)
-    elif mode == "full":
-        allowed = [t_max]
-    else:
-        allowed = [int(mode)]
+    allowed = list(resolve_budget(mode, t_max, TRAIN_BUDGETS))
     checks = []
 
     bad_groups = [g for g in groups if len({t["budget"] for t in g["trajectories"]} | {g["budget"]}) != 1]

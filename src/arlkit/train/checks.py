@@ -12,11 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from arlkit.algos import AlgoConfig, get_preset
-from arlkit.config import ConfigError, check_model_dir
-from arlkit.train.budgetmix import budget_candidates
+from arlkit.config import TRAIN_BUDGETS, ConfigError, check_model_dir, resolve_budget
 from arlkit.train.config import SFTConfig, TrainConfig
 
-__all__ = ["ResolvedTrain", "check_model_spec", "check_sft_config", "check_train_config", "resolve_budgets"]
+__all__ = ["ResolvedTrain", "check_model_spec", "check_sft_config", "check_train_config"]
 
 
 @dataclass(frozen=True)
@@ -32,18 +31,6 @@ class ResolvedTrain:
     algo: AlgoConfig
     t_max: int
     budgets: tuple[int, ...]
-
-
-def resolve_budgets(budget: str, t_max: int, *, field_name: str = "budget") -> tuple[int, ...]:
-    """The budget values of a ``budget`` setting for an environment with ``t_max``."""
-    if budget == "full":
-        return (t_max,)
-    if budget == "budgetmix":
-        return tuple(budget_candidates(t_max))
-    turns = int(budget)
-    if not 1 <= turns <= t_max:
-        raise ConfigError(f"{field_name}: {turns} turns is outside [1, T_max = {t_max}] of this environment")
-    return (turns,)
 
 
 def check_model_spec(spec: str, *, field: str = "model") -> None:
@@ -72,7 +59,7 @@ def _check_env(env: str, env_args: Mapping[str, Any]) -> Any:
     from arlkit.envs import env_config, list_envs, make
 
     if env not in list_envs():
-        raise ConfigError(f"env: unknown environment {env!r}; valid choices: {', '.join(list_envs())}")
+        raise ConfigError(f"env.name: unknown environment {env!r}; valid choices: {', '.join(list_envs())}")
     env_config(env, env_args)
     return make(env, **env_args)
 
@@ -83,8 +70,8 @@ def check_sft_config(config: SFTConfig) -> tuple[int, ...]:
     from arlkit.envs import Oracle
     from arlkit.policies import make_policy
 
-    env = _check_env(config.env, config.env_args)
-    budgets = resolve_budgets(config.budget, int(env.t_max))
+    env = _check_env(config.env.name, config.env.args)
+    budgets = resolve_budget(config.budget, int(env.t_max), TRAIN_BUDGETS)
     check_model_spec(config.model)
     _check_attention(config.attn_implementation)
     if config.expert.startswith("hf:"):
@@ -95,19 +82,19 @@ def check_sft_config(config: SFTConfig) -> tuple[int, ...]:
         except ConfigError as exc:
             raise ConfigError(f"expert: {exc}") from None
     if config.relabel and not isinstance(env, Oracle):
-        raise ConfigError(f"relabel: the environment {config.env!r} has no oracle; set relabel: false")
+        raise ConfigError(f"relabel: the environment {config.env.name!r} has no oracle; set relabel: false")
     return budgets
 
 
 def check_train_config(config: TrainConfig) -> ResolvedTrain:
     """Resolve the preset and the budgets, and check the model path; raise :class:`ConfigError` naming
     the field for impossible combinations."""
-    env = _check_env(config.env, config.env_args)
+    env = _check_env(config.env.name, config.env.args)
     check_model_spec(config.model)
     _check_attention(config.attn_implementation)
     algo = get_preset(config.preset, **config.algo)
     t_max = int(env.t_max)
-    budgets = resolve_budgets(config.budget, t_max)
+    budgets = resolve_budget(config.budget, t_max, TRAIN_BUDGETS)
     if algo.adv_estimator != "gae" and config.group_size < 2:
         raise ConfigError(
             f"group_size: preset {config.preset!r} (adv_estimator={algo.adv_estimator!r}) compares the trajectories "
@@ -118,13 +105,12 @@ def check_train_config(config: TrainConfig) -> ResolvedTrain:
 
         if not isinstance(env, StateKey):
             raise ConfigError(
-                f"preset: GiGPO groups steps by anchor state, and the environment {config.env!r} has no state_key; "
-                "use a preset without anchor states (grpo, rloo, ...)"
+                f"preset: GiGPO groups steps by anchor state, and the environment {config.env.name!r} has no "
+                "state_key; use a preset without anchor states (grpo, rloo, ...)"
             )
-    if not algo.step_rows and config.history is not None:
-        raise ConfigError(
-            "history: trajectory rows (step_rows=false) hold the whole chat; set history: null, or algo.step_rows: true"
-        )
+    if not algo.step_rows and config.prompt.history is not None:
+        raise ConfigError("prompt.history: trajectory rows (step_rows=false) hold the whole chat; set "
+                          "prompt.history: null, or algo.step_rows: true")
     if algo.needs_critic and algo.step_rows:
         raise ConfigError("algo.step_rows: the PPO critic's token-level GAE runs over whole trajectories; use trajectory rows")
     if algo.needs_critic and config.optim.critic_lr <= 0:

@@ -1,25 +1,24 @@
 """Typed configs of ``arlkit train`` and ``arlkit sft``: frozen dataclasses, declared once.
 
-YAML files are serialisations of these classes: nested mappings for nested sections, unknown keys
-are errors naming the valid ones, strings are coerced to the annotated types. ``key=value``
-overrides address nested fields with dots (``optim.lr=3e-4``, ``algo.kl_coef=0.02``,
-``env_args.size=5``). Every numeric field is checked where it is declared (finite, and its range:
+YAML files are serialisations of these classes, read by :func:`arlkit.config.load_config`: nested
+mappings for nested sections (``env``: :class:`~arlkit.config.EnvSpec`, ``prompt``:
+:class:`~arlkit.rollout.PromptConfig`, ``optim``: :class:`OptimConfig`, ...), unknown keys are errors
+naming the valid ones, strings are coerced to the annotated types. ``key=value`` overrides address
+nested fields with dots (``optim.lr=3e-4``, ``algo.kl_coef=0.02``, ``env.args.size=5``,
+``prompt.history=0``). Every numeric field is checked where it is declared (finite, and its range:
 ``__post_init__``); files must be UTF-8 and may not give a key twice. The checks that need the
 environment, the algorithm library or the file system live in :mod:`arlkit.train.checks`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal
 
 from arlkit.algos import RewardConfig
-from arlkit.config import ConfigError, build_config, check_number, parse_yaml, read_yaml
+from arlkit.config import MOVED_KEYS, TRAIN_BUDGETS, EnvSpec, check_budget, check_number
 from arlkit.policies.registry import SamplingConfig
+from arlkit.rollout.prompts import PromptConfig
 
 __all__ = [
     "DynamicsConfig",
@@ -28,13 +27,7 @@ __all__ = [
     "SFTConfig",
     "TrainConfig",
     "ValidationConfig",
-    "config_from_dict",
-    "config_to_plain",
-    "config_diff",
-    "load_config",
 ]
-
-C = TypeVar("C")
 
 RUNTIME_FIELDS = ("checkpoint_every", "keep_checkpoints", "tensorboard", "progress")
 """TrainConfig fields that do not change results: a resumed run may change them freely."""
@@ -139,10 +132,8 @@ class TrainConfig:
     model: str = "tiny:nano"
     """Initial policy: a local Hugging Face model directory, or ``tiny:nano`` / ``tiny:micro`` to build
     the embedded tiny model offline (into the run directory)."""
-    env: str = "frozenlake"
-    """Registered environment."""
-    env_args: dict[str, Any] = field(default_factory=dict)
-    """Environment config overrides, e.g. ``{size: 5, t_max: 32, task_set: budget_sensitive}``."""
+    env: EnvSpec = field(default_factory=EnvSpec)
+    """The environment and its config overrides: ``{name: frozenlake, args: {size: 5, t_max: 32}}``."""
     train_tasks: int = 256
     """Training task pool: the first n tasks of the train split (each step samples from it)."""
     preset: str = "grpo"
@@ -153,17 +144,14 @@ class TrainConfig:
     ``clip_ratio_high``, ...)."""
     budget: str = "full"
     """Budget distribution: ``full`` (every group at T_max), ``budgetmix`` (one candidate per group,
-    docs/algorithms.md#budgetmix), or a whole number of turns for every group."""
-    budget_mode: Literal["announced", "hidden"] = "announced"
-    """Whether prompts state the budget and turn counters (BudgetMix needs ``announced``)."""
-    history: int | None = None
-    """Chat history shown to the model: None = full chat; h >= 1 = the first observation and the last h
-    (action, observation) pairs; 0 = the current observation only
-    (ARLArena: 2). Trajectory rows need the full chat."""
-    counters: Literal["system", "observation"] = "system"
-    """Where announced prompts put the completed/remaining counters: ``system`` (RT Table 2, rebuilt every
-    turn) or ``observation`` (appended to each observation; earlier messages never change, so rollouts reuse
-    their KV caches and trajectory rows are exactly the sampled sequences)."""
+    docs/algorithms.md#budgetmix), or one budget for every group: turns (``10``) or a percentage of T_max (``25%``)."""
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    """How prompts are built: ``budget_mode`` (``announced`` states the budget and turn counters; BudgetMix
+    needs it), ``history`` (None = full chat; h >= 1 = the first observation and the last h (action,
+    observation) pairs; 0 = the current observation only; ARLArena: 2; trajectory rows need the full chat)
+    and ``counters`` (``system``: RT Table 2, rebuilt every turn; ``observation``: appended to each
+    observation, so earlier messages never change, rollouts reuse their KV caches and trajectory rows are
+    exactly the sampled sequences)."""
     steps: int = 100
     """RL steps (rollout batch + updates)."""
     tasks_per_step: int = 8
@@ -211,6 +199,8 @@ class TrainConfig:
     progress: bool = True
     """Show a progress bar (step, reward, KL, ETA) on stderr."""
 
+    MOVED_KEYS: ClassVar[dict[str, str]] = MOVED_KEYS
+
     def __post_init__(self) -> None:
         minimum = {
             "train_tasks": 1, "steps": 0, "tasks_per_step": 1, "group_size": 1, "mini_batches": 1, "epochs": 1,
@@ -222,13 +212,9 @@ class TrainConfig:
         check_number("sampling.temperature", self.sampling.temperature, gt=0)
         check_number("reward.success_reward", self.reward.success_reward)
         check_number("reward.invalid_action_penalty", self.reward.invalid_action_penalty, ge=0)
-        if self.budget not in ("full", "budgetmix") and not str(self.budget).isdigit():
-            raise ValueError(f"budget: must be full, budgetmix or a whole number of turns, got {self.budget!r}")
-        if self.budget == "budgetmix" and self.budget_mode != "announced":
-            raise ValueError("budget_mode: BudgetMix announces the sampled budget in the prompt; use announced")
-        if self.history is not None and self.history < 0:
-            raise ValueError(f"history: must be >= 0 (0: the current observation only) or null (full chat), "
-                             f"got {self.history}")
+        _check_sections(self)
+        if check_budget(self.budget, TRAIN_BUDGETS)[0] == "budgetmix" and self.prompt.budget_mode != "announced":
+            raise ValueError("prompt.budget_mode: BudgetMix announces the sampled budget in the prompt; use announced")
         if self.sampling.top_p != 1.0 or self.sampling.top_k != 0:
             raise ValueError("sampling.top_p/top_k: training log-probs are of the full tempered distribution; "
                              "truncated sampling is not supported (keep top_p 1.0, top_k 0)")
@@ -243,10 +229,8 @@ class SFTConfig:
 
     model: str = "tiny:nano"
     """Initial model: a local Hugging Face directory or ``tiny:nano`` / ``tiny:micro``."""
-    env: str = "frozenlake"
-    """Registered environment."""
-    env_args: dict[str, Any] = field(default_factory=dict)
-    """Environment config overrides."""
+    env: EnvSpec = field(default_factory=EnvSpec)
+    """The environment and its config overrides (as for training)."""
     expert: str = "noisy-oracle:0.3"
     """Policy that drives the demonstrations (``oracle``, ``noisy-oracle:EPS``, ``hf:PATH``)."""
     relabel: bool = True
@@ -262,13 +246,11 @@ class SFTConfig:
     samples: int = 4
     """Demonstrations per task."""
     budget: str = "full"
-    """Budget of the demonstrations: ``full`` (T_max), ``budgetmix`` (a candidate per task) or turns."""
-    budget_mode: Literal["announced", "hidden"] = "announced"
-    """Prompt budget mode (use the one the agent will be trained and evaluated with)."""
-    history: int | None = None
-    """History window of the prompts (as for training)."""
-    counters: Literal["system", "observation"] = "system"
-    """Counter position of announced prompts (as for training)."""
+    """Budget of the demonstrations: ``full`` (T_max), ``budgetmix`` (a candidate per task), turns or a
+    percentage of T_max."""
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    """Budget mode, history window and counter position of the prompts: use those the agent will be
+    trained and evaluated with (see :class:`TrainConfig`)."""
     rows: Literal["step", "trajectory"] = "step"
     """``step``: one row per step with the target reply (relabelled or the expert's). ``trajectory``: one
     row per trajectory holding the executed replies, of which those whose action was oracle-optimal
@@ -277,14 +259,10 @@ class SFTConfig:
     """Optimizer steps."""
     batch_rows: int = 64
     """Demonstration steps (rows) per optimizer step."""
-    lr: float = 1e-3
-    """AdamW learning rate (constant after warm-up)."""
-    warmup_steps: int = 10
-    """Linear warm-up updates."""
-    weight_decay: float = 0.01
-    """AdamW weight decay."""
-    grad_clip: float = 1.0
-    """Gradient-norm clip (0 = off)."""
+    optim: OptimConfig = field(default_factory=lambda: OptimConfig(lr=1e-3, warmup_steps=10, weight_decay=0.01,
+                                                                   grad_clip=1.0))
+    """AdamW and its schedule, as for training (``critic_lr`` unused): lr 1e-3 after 10 updates of linear
+    warm-up, constant by default."""
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     """Forward precision (``auto``: bf16 autocast on CUDA, fp32 on CPU)."""
     attn_implementation: str = "arlkit"
@@ -296,120 +274,27 @@ class SFTConfig:
     checkpoint_every: int = 50
     """Write a checkpoint every this many steps (a re-run resumes from the last one); does not change results."""
 
+    MOVED_KEYS: ClassVar[dict[str, str]] = {
+        **MOVED_KEYS, **{name: f"optim.{name}" for name in ("lr", "warmup_steps", "weight_decay", "grad_clip")}
+    }
+
     def __post_init__(self) -> None:
         for name in ("tasks", "samples", "steps", "batch_rows", "max_tokens", "checkpoint_every"):
             check_number(name, getattr(self, name), ge=1)
-        for name in ("lr", "warmup_steps", "weight_decay", "grad_clip", "seed"):
-            check_number(name, getattr(self, name), ge=0)
-        if self.budget not in ("full", "budgetmix") and not str(self.budget).isdigit():
-            raise ValueError(f"budget: must be full, budgetmix or a whole number of turns, got {self.budget!r}")
-        if self.rows == "trajectory" and self.history is not None:
-            raise ValueError("history: trajectory rows hold the whole chat; set history: null or rows: step")
+        check_number("seed", self.seed, ge=0)
+        _check_sections(self)
+        if not isinstance(self.optim, OptimConfig):
+            raise ValueError(f"optim: expected an OptimConfig, got {self.optim!r}")
+        check_budget(self.budget, TRAIN_BUDGETS)
+        if self.rows == "trajectory" and self.prompt.history is not None:
+            raise ValueError("prompt.history: trajectory rows hold the whole chat; set prompt.history: null or "
+                             "rows: step")
 
 
-# -- (de)serialisation -------------------------------------------------------------------------------
-
-
-def _is_dataclass_type(tp: Any) -> bool:
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
-
-
-def _field_default(cls: type, name: str) -> Any:
-    for f in dataclasses.fields(cls):
-        if f.name == name:
-            if f.default is not dataclasses.MISSING:
-                return f.default
-            if f.default_factory is not dataclasses.MISSING:
-                return f.default_factory()
-    return None
-
-
-def _shallow(instance: Any) -> dict[str, Any]:
-    return {f.name: getattr(instance, f.name) for f in dataclasses.fields(instance)}
-
-
-def config_from_dict(cls: type[C], data: Mapping[str, Any], *, where: str = "") -> C:
-    """Build ``cls`` from a nested mapping (nested dataclass fields from nested mappings)."""
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{where or cls.__name__}: expected a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        tp = hints.get(key)
-        name = f"{where}.{key}" if where else str(key)
-        if tp is not None and _is_dataclass_type(tp):
-            if isinstance(value, tp):
-                values[key] = value
-            elif isinstance(value, Mapping):
-                # A partial section overrides the field's own default instance, so defaults stay declared once.
-                base = _field_default(cls, key)
-                merged = {**(_shallow(base) if base is not None else {}), **value}
-                values[key] = config_from_dict(tp, merged, where=name)
-            else:
-                raise ConfigError(f"{name}: expected a mapping of {tp.__name__} fields, got {value!r}")
-        elif tp is not None and typing.get_origin(tp) is dict and value is not None and not isinstance(value, Mapping):
-            raise ConfigError(f"{name}: expected a mapping, got {value!r}")
-        else:
-            values[key] = value
-    return build_config(cls, values, where=where)
-
-
-def config_to_plain(config: Any) -> dict[str, Any]:
-    """A YAML/JSON-friendly nested dict (tuples become lists)."""
-
-    def plain(x: Any) -> Any:
-        if dataclasses.is_dataclass(x) and not isinstance(x, type):
-            return {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
-        if isinstance(x, (list, tuple)):
-            return [plain(v) for v in x]
-        if isinstance(x, Mapping):
-            return {str(k): plain(v) for k, v in x.items()}
-        return x
-
-    return plain(config)
-
-
-def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
-    node = data
-    for part in parts[:-1]:
-        child = node.get(part)
-        if child is None:
-            child = node[part] = {}
-        if not isinstance(child, dict):
-            raise ConfigError(f"{key}: {part} is not a section")
-        node = child
-    node[parts[-1]] = value
-
-
-def load_config(cls: type[C], path: str | Path | None = None, overrides: Mapping[str, Any] | None = None) -> C:
-    """Read a YAML file (optional; UTF-8, no key given twice: :func:`arlkit.config.read_yaml`) and apply
-    dotted ``key=value`` overrides (values parsed as YAML scalars, so ``3e-4`` is a number and ``null`` is
-    None). Raises :class:`ConfigError` naming the file or field."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        loaded = read_yaml(path)
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping of config keys")
-        data = loaded
-    for key, value in (overrides or {}).items():
-        parsed = parse_yaml(value, where=f"override {key}") if isinstance(value, str) else value
-        if isinstance(value, str) and isinstance(parsed, (dict, list)) and key.split(".")[-1] not in ("env_args", "algo"):
-            parsed = value
-        _set_dotted(data, key, parsed)
-    return config_from_dict(cls, data)
-
-
-def config_diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """``key: old -> new`` lines for every leaf that differs between two plain configs."""
-    lines = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key, "<unset>"), new.get(key, "<unset>")
-        name = f"{prefix}{key}"
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            lines += config_diff(a, b, prefix=f"{name}.")
-        elif a != b:
-            lines.append(f"{name}: {a!r} -> {b!r}")
-    return lines
+def _check_sections(config: Any) -> None:
+    """The ``env`` and ``prompt`` sections have their types (a Python caller may pass the flat fields'
+    old values: ``env="sokoban"``)."""
+    if not isinstance(config.env, EnvSpec):
+        raise ValueError(f"env: expected EnvSpec(name, args), got {config.env!r}")
+    if not isinstance(config.prompt, PromptConfig):
+        raise ValueError(f"prompt: expected a PromptConfig, got {config.prompt!r}")

@@ -1,0 +1,126 @@
+"""The one config loader (``arlkit.config``): the ``env`` and ``prompt`` sections every config shares,
+old flat keys refused with their new place, run identities recorded before the nesting unchanged, and
+behaviour cloning's optimizer and schedule built like RL's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arlkit.cli import main
+from arlkit.config import ConfigError, EnvSpec, config_to_plain, flat_plain, load_config
+from arlkit.policies import BackendOptions
+from arlkit.recipes.eval import EvalConfig, _run_identity
+from arlkit.rollout import PromptConfig
+from arlkit.train import OptimConfig, SFTConfig, TrainConfig
+
+CONFIGS = (EvalConfig, TrainConfig, SFTConfig)
+
+
+def _yaml(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("cls", CONFIGS)
+def test_env_and_prompt_are_sections(cls: type, tmp_path: Path) -> None:
+    text = "env: {name: frozenlake, args: {size: 5}}\nprompt: {budget_mode: announced, history: 0, counters: observation}\n"
+    config = load_config(cls, _yaml(tmp_path, text), {"env.args.t_max": "12", "prompt.counters": "system"})
+    assert config.env == EnvSpec("frozenlake", {"size": 5, "t_max": 12})
+    assert config.prompt == PromptConfig("announced", 0, "system")
+    assert config_to_plain(config)["prompt"] == {"budget_mode": "announced", "history": 0, "counters": "system"}
+    # the defaults are those of the sections' own classes
+    assert cls().env == EnvSpec() and cls().prompt == PromptConfig()
+
+
+def test_a_bare_environment_name_is_short_for_its_name(tmp_path: Path) -> None:
+    config = load_config(TrainConfig, _yaml(tmp_path, "env: sokoban\n"), {"env.args.dim_room": "7"})
+    assert config.env == EnvSpec("sokoban", {"dim_room": 7})
+    # an override env=NAME sets the name only: the file's args stay (and are checked against the new env)
+    config = load_config(TrainConfig, _yaml(tmp_path, "env: {name: frozenlake, args: {size: 5}}\n"), {"env": "sokoban"})
+    assert config.env == EnvSpec("sokoban", {"size": 5})
+    assert load_config(TrainConfig, None, {"env": "{name: sokoban}"}).env == EnvSpec("sokoban")
+
+
+@pytest.mark.parametrize(
+    ("cls", "key", "moved"),
+    [
+        *[(cls, key, new) for cls in CONFIGS for key, new in (
+            ("env_args", "env.args"), ("budget_mode", "prompt.budget_mode"), ("history", "prompt.history"),
+            ("counters", "prompt.counters"))],
+        *[(SFTConfig, key, f"optim.{key}") for key in ("lr", "warmup_steps", "weight_decay", "grad_clip")],
+    ],
+)
+def test_old_flat_keys_name_their_new_place(cls: type, key: str, moved: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=rf"^{key}: moved to {moved}$"):
+        load_config(cls, _yaml(tmp_path, f"env: frozenlake\n{key}: {{}}\n" if key == "env_args" else f"{key}: 1\n"))
+    with pytest.raises(ConfigError, match=rf"^{key}: moved to {moved}$"):
+        load_config(cls, None, {f"{key}.size" if key == "env_args" else key: "1"})
+
+
+def test_old_keys_on_the_command_line_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old = _yaml(tmp_path, "env: frozenlake\nenv_args: {size: 5}\nhistory: 0\n")
+    for argv in (["train", "--check", "--config", str(old)], ["sft", "--check", "--config", str(old)],
+                 ["eval", "--config", str(old)]):
+        assert main([*argv, "--out", str(tmp_path / "out")]) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.endswith("error: env_args: moved to env.args") and "\n" not in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_eval_run_identity_keeps_its_flat_form() -> None:
+    # recorded with the flat EvalConfig (env, env_args, budget_mode, history, counters) before the nesting
+    before = {"bootstrap": 2000, "budget_mode": "hidden", "budgets": ["50%", "10"], "context_length": 512,
+              "counters": "observation", "env": "frozenlake", "env_args": {
+                  "headroom_threshold": 0.1, "p_frozen": 0.8, "seed": 0, "size": 6, "slippery": True,
+                  "success_rate": 0.3333333333333333, "t_max": 70, "task_set": "random"},
+              "history": 2, "ks": [1, 2], "policies": ["oracle", "random"], "prompt_version": "arlkit-budget-prompt-v1",
+              "samples": 2, "sampling": {"max_new_tokens": None, "temperature": 1.0, "top_k": 0, "top_p": 1.0},
+              "seed": 0, "split": "test", "tasks": 3}
+    config = EvalConfig(env=EnvSpec("frozenlake", {"size": 6}), policies=("oracle", "random"), tasks=3, samples=2,
+                        budgets=("50%", "10"), prompt=PromptConfig("hidden", 2, "observation"), ks=(1, 2),
+                        backend=BackendOptions(context_length=512))
+    assert _run_identity(config) == before
+
+
+def test_the_train_run_identity_keeps_its_flat_form() -> None:
+    # run.json's "config" of a training run recorded before the nesting: same keys, same order
+    before_keys = ["model", "env", "env_args", "train_tasks", "preset", "algo", "budget", "budget_mode", "history",
+                   "counters", "steps", "tasks_per_step", "group_size", "mini_batches", "epochs", "optim", "sampling",
+                   "reward", "lora", "validation", "precision", "attn_implementation", "share_prefix", "max_tokens",
+                   "max_active", "seed", "checkpoint_every", "keep_checkpoints", "tensorboard", "progress"]
+    config = load_config(TrainConfig, None, {"env.args": "{size: 4, t_max: 24}", "prompt.history": "1",
+                                             "prompt.counters": "observation", "budget": "budgetmix"})
+    flat = flat_plain(config)
+    assert list(flat) == before_keys
+    assert (flat["env"], flat["env_args"], flat["budget_mode"], flat["history"], flat["counters"]) == (
+        "frozenlake", {"size": 4, "t_max": 24}, "announced", 1, "observation")
+    assert json.loads(json.dumps(flat)) == flat
+
+
+def test_sft_reuses_optim_config_with_its_own_defaults() -> None:
+    optim = SFTConfig().optim
+    assert isinstance(optim, OptimConfig)
+    assert (optim.lr, optim.warmup_steps, optim.weight_decay, optim.grad_clip, optim.schedule) == (
+        1e-3, 10, 0.01, 1.0, "constant")
+    # a partial section keeps SFT's defaults (not OptimConfig's lr 1e-6 / warm-up 0)
+    assert load_config(SFTConfig, None, {"optim.lr": "3e-3"}).optim == OptimConfig(lr=3e-3, warmup_steps=10)
+    with pytest.raises(ConfigError, match="optim: lr: must be a finite number >= 0"):
+        load_config(SFTConfig, None, {"optim.lr": "-1"})
+
+
+def test_sft_builds_the_optimizer_and_schedule_it_built_before() -> None:
+    torch = pytest.importorskip("torch")
+    from arlkit.train.optim import adamw, lr_lambda
+
+    for warmup in (0, 1, 4, 10):
+        optim = OptimConfig(lr=3e-3, warmup_steps=warmup, weight_decay=0.01, grad_clip=1.0)
+        before = (lambda u: min(1.0, (u + 1) / warmup) if warmup > 0 else 1.0)  # recipes/sft.py's _lr_lambda
+        factor = lr_lambda(optim, total_updates=40)
+        assert [factor(u) for u in range(60)] == [before(u) for u in range(60)]
+        params = [torch.nn.Parameter(torch.zeros(2))]
+        old = torch.optim.AdamW(params, lr=optim.lr, weight_decay=optim.weight_decay)  # what SFT built before
+        assert adamw(params, optim).defaults == old.defaults
