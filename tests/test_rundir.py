@@ -42,8 +42,11 @@ def test_volatile_keys_may_change_and_force_records_the_changes(tmp_path: Path) 
 
 
 def test_explicit_resume_modes(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="nothing to resume"):
-        check_run_dir(tmp_path / "missing", IDENTITY, resume=True)
+    assert check_run_dir(tmp_path / "missing", IDENTITY, resume=True) is None  # nothing yet: a fresh run
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="holds no run.json; nothing to resume"):
+        check_run_dir(tmp_path / "other", IDENTITY, resume=True)
     claim_run_dir(tmp_path / "run", IDENTITY)
     with pytest.raises(ConfigError, match="already holds a run; pass --resume"):
         check_run_dir(tmp_path / "run", IDENTITY, resume=False)

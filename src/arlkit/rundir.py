@@ -8,8 +8,8 @@ run's *identity* (the config values that decide its results) in a JSON file ther
 - a folder holding the same identity is resumed (finished work is kept, the rest is done);
 - a folder holding another identity is refused with the differences listed, unless ``force``
   (the run is resumed anyway and the changes are recorded under ``forced_changes``);
-- ``resume=False`` refuses any existing run (``arlkit train`` without ``--resume``),
-  ``resume=True`` needs one, ``resume=None`` (the default) decides from the folder.
+- ``resume=False`` refuses any existing run (``arlkit train`` without ``--resume``); ``resume=True``
+  continues one, or starts in an empty folder; ``resume=None`` (the default) decides from the folder.
 
 Keys listed in ``volatile`` (worker counts, timeouts, progress bars) may change between runs.
 Files are written through a temporary sibling and a rename (:func:`atomic_path`), so a kill never
@@ -190,7 +190,8 @@ def check_run_dir(
         if diff and not force:
             keys = ", ".join(dict.fromkeys(line.split(":", 1)[0] for line in diff))
             raise ConfigError(
-                f"{run} holds a different {what} (differs in: {keys}); choose another --out or delete it"
+                f"{run} holds a different {what} (differs in: {keys}): {'; '.join(diff)}; choose another --out or "
+                "delete it"
                 + (", or pass --force to resume it anyway" if resume else "")
             )
         return RunClaim(resumed=True, changes=diff)
@@ -200,9 +201,7 @@ def check_run_dir(
         if resume:
             raise ConfigError(f"{run} holds no {record}; nothing to resume")
         raise ConfigError(f"{run} is not empty and holds no {record}; choose another --out")
-    if resume:
-        raise ConfigError(f"{run} holds no {record}; nothing to resume")
-    return None
+    return None  # a fresh run (with ``resume``, too: a run killed before it wrote its record starts over)
 
 
 def claim_run_dir(
