@@ -186,6 +186,7 @@ def check_run_dir(
             raise ConfigError(f"{info} is not valid JSON; choose another --out") from None
         if not isinstance(old, dict):
             raise ConfigError(f"{info} does not hold a run record; choose another --out")
+        old.pop("forced_changes", None)  # the record of an earlier --force, not part of the identity
         diff = dict_diff(_without(old, volatile), _without(identity, volatile))
         if diff and not force:
             keys = ", ".join(dict.fromkeys(line.split(":", 1)[0] for line in diff))

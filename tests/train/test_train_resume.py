@@ -83,7 +83,7 @@ def test_resume_refuses_a_changed_config_unless_forced(bc_dir: Path, tmp_path: P
     assert "optim.lr: 0.001 -> 0.5" in err and "steps: 1 -> 2" in err and "--force" in err
     assert main([*argv, "--force"]) == 0
     info = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert info["config"]["steps"] == 2 and "optim.lr: 0.001 -> 0.5" in info["forced_changes"]
+    assert info["config"]["steps"] == 2 and "config.optim.lr: 0.001 -> 0.5" in info["forced_changes"]
     assert [m["step"] for m in read_metrics(tmp_path / "run" / "metrics.jsonl")] == [1, 2]
     # runtime-only fields may change freely
     assert main(["train", "--config", str(config), "--out", out, "--resume", "optim.lr=0.5", "steps=2",

@@ -49,18 +49,17 @@ from arlkit.algos import (
 )
 from arlkit.config import config_to_plain, flat_plain
 from arlkit.envs import make
-from arlkit.policies.hf import HFPolicy
 from arlkit.rollout import PROMPT_VERSION, Trajectory, derive_seed, make_jobs, run_rollouts
-from arlkit.train.batch import ChatTokens, RowBatch, build_batch, pad_rows, score_trajectory
+from arlkit.train.batch import RowBatch, build_batch, pad_rows, score_trajectory
 from arlkit.train.budgetmix import sample_group_budgets
 from arlkit.rundir import atomic_write_text, check_run_dir, claim_run_dir
-from arlkit.train.checkpoint import load_latest_checkpoint, restore_state, save_checkpoint
+from arlkit.train.checkpoint import load_latest_checkpoint, save_checkpoint
 from arlkit.train.checks import check_train_config
 from arlkit.train.config import RUNTIME_FIELDS, TrainConfig
-from arlkit.train.optim import adamw, lr_scheduler
 from arlkit.train.dynamics import build_state_pool, load_state_pool, r_multi, r_single, save_state_pool
-from arlkit.train.forward import Critic, resolve_precision, score_rows
-from arlkit.train.model import apply_lora, base_causal_lm, frozen_copy, load_model, resolve_model_path, save_model_dir
+from arlkit.train.forward import score_rows
+from arlkit.train.learner import Learner
+from arlkit.train.model import resolve_model_path, save_model_dir
 from arlkit.train.tracking import MetricsLog, progress_bar
 
 __all__ = ["TrainResult", "train"]
@@ -116,30 +115,9 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     prompt = config.prompt
     t_max = resolved.t_max
 
-    # -- models: policy, reference, critic, optimizers -------------------------------------------------
-    model, tokenizer = load_model(resolve_model_path(config.model, out), attn_implementation=config.attn_implementation)
-    chat = ChatTokens(tokenizer)
-    device = next(model.parameters()).device
-    precision = resolve_precision(config.precision, device)
-    use_kl = algo.use_kl_loss and algo.kl_coef > 0
-    critic = Critic(model) if algo.needs_critic else None
-    ref = frozen_copy(model) if use_kl and not config.lora.enabled else None
-    if config.lora.enabled:
-        model = apply_lora(model, config.lora)  # the reference is the base: adapters disabled
-    lm = base_causal_lm(model)
-    params = [p for p in model.parameters() if p.requires_grad]
-    o = config.optim
-    optimizer = adamw(params, o)
-    total_updates = config.steps * config.mini_batches * config.epochs
-    scheduler = lr_scheduler(optimizer, o, total_updates)
-    critic_opt = None
-    if critic is not None:
-        critic_params = [p for p in critic.parameters() if p.requires_grad]
-        critic_opt = adamw(critic_params, o, lr=o.critic_lr)
-    policy = HFPolicy(lm, tokenizer, config.sampling, name="policy", attn_implementation=config.attn_implementation,
-                      max_batch_size=64)
-    fwd = {"temperature": config.sampling.temperature, "share_prefix": config.share_prefix,
-           "max_tokens": config.max_tokens, "pad_id": chat.pad_id, "precision": precision}
+    # -- the learner: policy, reference, critic, optimizers, and the rollout policy on the same weights ----
+    learner = Learner.build(config, algo, resolve_model_path(config.model, out))
+    policy, o = learner.policy, config.optim
 
     val = config.validation
     val_tasks = make_env().tasks("test", val.tasks) if val.every else []
@@ -167,10 +145,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     checkpoint: Path | None = None
     if found is not None:
         checkpoint, state = found
-        parts: dict[str, Any] = {"model": model, "optimizer": optimizer, "scheduler": scheduler}
-        if critic is not None and critic_opt is not None:
-            parts |= {"critic": critic, "critic_optimizer": critic_opt}
-        restore_state(checkpoint, state, parts, partial=("model",) if config.lora.enabled else ())
+        learner.restore(checkpoint, state)
         start = int(state["step"])
     # Without a checkpoint everything is redone from step 0, so nothing of an earlier attempt is kept.
     log = MetricsLog(out, resume_step=start if checkpoint is not None else None, tensorboard=config.tensorboard)
@@ -197,36 +172,8 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
 
             # 1. rollouts, one budget per group, with dynamic filtering when the preset asks for it
             policy.clear_cache()
-            kept: list[tuple[list[Any], list[Any], int]] = []
-            attempt, needed, dropped = 1, config.tasks_per_step, 0
-            while True:
-                rng = np.random.default_rng([config.seed, step, attempt])
-                picks = rng.choice(len(train_tasks), size=needed, replace=needed > len(train_tasks))
-                budgets = sample_group_budgets(resolved.budgets, needed, rng)
-                jobs = [job for g, (i, budget) in enumerate(zip(picks, budgets, strict=True))
-                        for job in make_jobs([train_tasks[int(i)]], config.group_size, budget,
-                                             derive_seed(config.seed, "rollout", step, attempt, g),
-                                             group=f"s{step}a{attempt}g{g}")]
-                trajectories = run_rollouts(make_env, jobs, policy, prompt, max_active=config.max_active,
-                                            policy_name="policy", keep_prompts=True)
-                groups = []
-                for g, budget in enumerate(budgets):
-                    trajs = trajectories[g * config.group_size : (g + 1) * config.group_size]
-                    groups.append((trajs, [score_trajectory(t, config.reward) for t in trajs], budget))
-                if not algo.dynamic_filtering:
-                    keep = [True] * len(groups)
-                    done = True
-                else:
-                    decision = filter_groups([[o.score for o in outs] for _, outs, _ in groups],
-                                             num_needed=config.tasks_per_step - len(kept), attempt=attempt,
-                                             training_step=step, config=algo.filter_config)
-                    keep, done, dropped = list(decision.keep), decision.done, dropped + decision.num_dropped
-                for group, k in zip(groups, keep, strict=True):
-                    rollout_log.write(step, attempt, group, k)
-                kept += [group for group, k in zip(groups, keep, strict=True) if k]
-                if done:
-                    break
-                attempt, needed = attempt + 1, decision.num_to_resample
+            kept, attempt, dropped = _collect_groups(step, config, resolved.budgets, algo, train_tasks, make_env, policy,
+                                                     rollout_log)
             trajectories = [t for trajs, _, _ in kept for t in trajs]
             outcomes = [o for _, outs, _ in kept for o in outs]
             metrics |= {
@@ -246,7 +193,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
 
             # 2-3. rows in the preset's layout; mini-batch parts; old / reference log-probs and values
             t_update = time.monotonic()
-            batch = build_batch(trajectories, outcomes, chat, step_rows=algo.step_rows,
+            batch = build_batch(trajectories, outcomes, learner.chat, step_rows=algo.step_rows,
                                 budget_anchors=config.budget == "budgetmix")
             metrics["rollout/rows"] = float(len(batch.rows))
             if not batch.rows:
@@ -255,31 +202,12 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
                 update_bar(step + 1, last)
                 continue
             parts = _partition(batch, config.mini_batches, np.random.default_rng([config.seed, step, 99]))
-            width = batch.width
-            old = torch.zeros(len(batch.rows), width)
-            ref_lp = torch.zeros(len(batch.rows), width)
-            values = torch.zeros(len(batch.rows), width)
-            old_entropy = torch.zeros(len(batch.rows), width)
             need_entropy = algo.adv_estimator == "empg"
             # With a single update per rollout batch the update's own forward, detached, is the old
             # log-prob (the same computation on the same weights), so no separate pass is needed.
             reuse_old = config.mini_batches == 1 and config.epochs == 1 and not need_entropy
-            with torch.no_grad():
-                for part in parts:
-                    rows = [batch.rows[i] for i in part]
-                    if not reuse_old:
-                        scored = score_rows(lm, rows, entropy=need_entropy, **fwd)
-                        old[part] = pad_rows(scored.logprobs, width)
-                        if scored.entropy is not None:
-                            old_entropy[part] = pad_rows(scored.entropy, width)
-                    if use_kl:
-                        if ref is not None:
-                            ref_lp[part] = pad_rows(score_rows(ref, rows, **fwd).logprobs, width)
-                        else:
-                            with model.disable_adapter():
-                                ref_lp[part] = pad_rows(score_rows(lm, rows, **fwd).logprobs, width)
-                    if critic is not None:
-                        values[part] = pad_rows(critic.values(rows, **fwd), width)
+            old, ref_lp, values, old_entropy = _scoring_passes(learner, batch, parts, reuse_old=reuse_old,
+                                                               entropy=need_entropy)
 
             # 4. advantages over the whole batch
             adv_out = compute_advantage(algo.adv_estimator, AdvantageInputs(
@@ -291,7 +219,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
                 step_index=torch.tensor(batch.step),
                 step_rewards=batch.step_reward,
                 anchor_keys=batch.anchors,
-                values=values if critic is not None else None,
+                values=values if learner.critic is not None else None,
                 old_entropy=old_entropy if need_entropy else None,
             ), algo.adv_config)
             advantages, returns = adv_out.advantages.float(), adv_out.returns.float()
@@ -305,41 +233,16 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
                 order = np.random.default_rng([config.seed, step, 100 + epoch]).permutation(len(parts))
                 for p in order:
                     part = parts[int(p)]
-                    rows = [batch.rows[i] for i in part]
-                    mask, adv = batch.mask[part, :width], advantages[part]
-                    scored = score_rows(lm, rows, entropy=algo.entropy_coeff > 0, **fwd)
-                    logp = pad_rows(scored.logprobs, width)
-                    old_lp = logp.detach() if reuse_old else old[part]
-                    pg = policy_loss(algo.policy_loss, old_lp, logp, adv, mask, algo.loss_agg_mode,
-                                     loss_scale_factor=algo.loss_scale_factor, config=algo.loss_config)
-                    kl = kl_penalty(logp, ref_lp[part], algo.kl_penalty) if use_kl else None
-                    ent = pad_rows(scored.entropy, width) if scored.entropy is not None else None
-                    actor = combine_actor_loss(pg.loss, mask, algo.loss_agg_mode, entropy=ent,
-                                               entropy_coeff=algo.entropy_coeff, kl=kl, kl_coef=algo.kl_coef,
-                                               loss_scale_factor=algo.loss_scale_factor)
-                    optimizer.zero_grad(set_to_none=True)
-                    actor.loss.backward()
-                    grad_norm = torch.nn.utils.clip_grad_norm_(params, o.grad_clip if o.grad_clip > 0 else math.inf)
-                    optimizer.step()
-                    scheduler.step()
-                    step_metrics = {**pg.metrics, **actor.metrics, "optim/grad_norm": grad_norm,
-                                    "update/staleness": torch.tensor(float(updates))}
-                    if critic is not None and critic_opt is not None:
-                        vpreds = pad_rows(critic.values(rows, **fwd), width)
-                        vloss = compute_value_loss(vpreds, returns[part], values[part], mask, algo.cliprange_value,
-                                                   algo.loss_agg_mode, loss_scale_factor=algo.loss_scale_factor)
-                        critic_opt.zero_grad(set_to_none=True)
-                        vloss.loss.backward()
-                        torch.nn.utils.clip_grad_norm_(critic.parameters(), o.grad_clip if o.grad_clip > 0 else math.inf)
-                        critic_opt.step()
-                        step_metrics |= {**vloss.metrics, "critic/vf_loss": vloss.loss.detach()}
+                    step_metrics = _update(learner, algo, batch, part, advantages, returns,
+                                           old=None if reuse_old else old, ref_lp=ref_lp, values=values,
+                                           grad_clip=o.grad_clip, staleness=updates)  # fmt: skip
                     for key, value in step_metrics.items():
                         collected.setdefault(key, []).append(float(value))
                     updates += 1
             metrics |= {k: _mean(v) for k, v in collected.items()}
             metrics["update/staleness_max"] = max(collected.get("update/staleness", [0.0]))
             metrics["update/updates"] = float(updates)
-            metrics["optim/lr"] = float(scheduler.get_last_lr()[0])
+            metrics["optim/lr"] = float(learner.scheduler.get_last_lr()[0])
             metrics["time/update_s"] = time.monotonic() - t_update
 
             # 6. validate, checkpoint, log
@@ -355,17 +258,112 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
             update_bar(done_steps, metrics)
             last = metrics
             if done_steps % config.checkpoint_every == 0 or done_steps == config.steps:
-                save_checkpoint(out, done_steps, {
-                    "model": {n: p.detach() for n, p in model.named_parameters() if p.requires_grad}
-                    if config.lora.enabled else model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "critic": critic.state_dict() if critic is not None else None,
-                    "critic_optimizer": critic_opt.state_dict() if critic_opt is not None else None,
-                }, keep=config.keep_checkpoints)
+                save_checkpoint(out, done_steps, learner.state(), keep=config.keep_checkpoints)
 
-    final = save_model_dir(model, tokenizer, out / "final")
+    final = save_model_dir(learner.model, learner.tokenizer, out / "final")
     return TrainResult(out, config.steps, final, last, start if checkpoint is not None else None)
+
+
+def _collect_groups(step: int, config: TrainConfig, budgets: Any, algo: Any, tasks: list[Any], make_env: Any,
+                    policy: Any, log: _RolloutLog) -> tuple[list[tuple[list[Any], list[Any], int]], int, int]:
+    """One step's rollout groups: ``tasks_per_step`` tasks, each at one sampled budget, ``group_size``
+    trajectories each, scored; with dynamic filtering, groups are drawn again until enough are kept.
+    Every group goes to the rollout log. Returns the kept ``(trajectories, outcomes, budget)`` groups,
+    the number of attempts and of dropped groups."""
+    kept: list[tuple[list[Any], list[Any], int]] = []
+    attempt, needed, dropped = 1, config.tasks_per_step, 0
+    while True:
+        rng = np.random.default_rng([config.seed, step, attempt])
+        picks = rng.choice(len(tasks), size=needed, replace=needed > len(tasks))
+        drawn = sample_group_budgets(budgets, needed, rng)
+        jobs = [job for g, (i, budget) in enumerate(zip(picks, drawn, strict=True))
+                for job in make_jobs([tasks[int(i)]], config.group_size, budget,
+                                     derive_seed(config.seed, "rollout", step, attempt, g),
+                                     group=f"s{step}a{attempt}g{g}")]  # fmt: skip
+        trajectories = run_rollouts(make_env, jobs, policy, config.prompt, max_active=config.max_active,
+                                    policy_name="policy", keep_prompts=True)  # fmt: skip
+        groups = []
+        for g, budget in enumerate(drawn):
+            trajs = trajectories[g * config.group_size : (g + 1) * config.group_size]
+            groups.append((trajs, [score_trajectory(t, config.reward) for t in trajs], budget))
+        if not algo.dynamic_filtering:
+            keep, done = [True] * len(groups), True
+        else:
+            decision = filter_groups([[o.score for o in outs] for _, outs, _ in groups],
+                                     num_needed=config.tasks_per_step - len(kept), attempt=attempt,
+                                     training_step=step, config=algo.filter_config)  # fmt: skip
+            keep, done, dropped = list(decision.keep), decision.done, dropped + decision.num_dropped
+        for group, k in zip(groups, keep, strict=True):
+            log.write(step, attempt, group, k)
+        kept += [group for group, k in zip(groups, keep, strict=True) if k]
+        if done:
+            return kept, attempt, dropped
+        attempt, needed = attempt + 1, decision.num_to_resample
+
+
+def _scoring_passes(learner: Learner, batch: RowBatch, parts: list[list[int]], *, reuse_old: bool,
+                    entropy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Before the updates, without gradients: the old policy's log-probs (unless the update's own
+    forward serves, ``reuse_old``) and entropies, the reference's log-probs and the critic's values,
+    as ``(rows, width)`` tensors."""
+    n, width, fwd = len(batch.rows), batch.width, learner.forward
+    old, ref_lp, values, old_entropy = (torch.zeros(n, width) for _ in range(4))
+    with torch.no_grad():
+        for part in parts:
+            rows = [batch.rows[i] for i in part]
+            if not reuse_old:
+                scored = score_rows(learner.lm, rows, entropy=entropy, **fwd)
+                old[part] = pad_rows(scored.logprobs, width)
+                if scored.entropy is not None:
+                    old_entropy[part] = pad_rows(scored.entropy, width)
+            if learner.use_kl:
+                if learner.ref is not None:
+                    ref_lp[part] = pad_rows(score_rows(learner.ref, rows, **fwd).logprobs, width)
+                else:
+                    with learner.model.disable_adapter():
+                        ref_lp[part] = pad_rows(score_rows(learner.lm, rows, **fwd).logprobs, width)
+            if learner.critic is not None:
+                values[part] = pad_rows(learner.critic.values(rows, **fwd), width)
+    return old, ref_lp, values, old_entropy
+
+
+def _update(learner: Learner, algo: Any, batch: RowBatch, part: list[int], advantages: torch.Tensor,
+            returns: torch.Tensor, *, old: torch.Tensor | None, ref_lp: torch.Tensor, values: torch.Tensor,
+            grad_clip: float, staleness: int) -> dict[str, Any]:
+    """One optimizer update on the rows ``part``: the policy loss of the preset against the old
+    log-probs (``old``; None: this forward's own, detached), plus KL and entropy terms, then the
+    critic's value loss when there is one. Returns the update's metrics (``staleness``: optimizer
+    updates since the rollout)."""
+    width, clip = batch.width, grad_clip if grad_clip > 0 else math.inf
+    rows = [batch.rows[i] for i in part]
+    mask, adv = batch.mask[part, :width], advantages[part]
+    scored = score_rows(learner.lm, rows, entropy=algo.entropy_coeff > 0, **learner.forward)
+    logp = pad_rows(scored.logprobs, width)
+    old_lp = logp.detach() if old is None else old[part]
+    pg = policy_loss(algo.policy_loss, old_lp, logp, adv, mask, algo.loss_agg_mode,
+                     loss_scale_factor=algo.loss_scale_factor, config=algo.loss_config)
+    kl = kl_penalty(logp, ref_lp[part], algo.kl_penalty) if learner.use_kl else None
+    ent = pad_rows(scored.entropy, width) if scored.entropy is not None else None
+    actor = combine_actor_loss(pg.loss, mask, algo.loss_agg_mode, entropy=ent, entropy_coeff=algo.entropy_coeff,
+                               kl=kl, kl_coef=algo.kl_coef, loss_scale_factor=algo.loss_scale_factor)
+    learner.optimizer.zero_grad(set_to_none=True)
+    actor.loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(learner.params, clip)
+    learner.optimizer.step()
+    learner.scheduler.step()
+    metrics: dict[str, Any] = {**pg.metrics, **actor.metrics, "optim/grad_norm": grad_norm,
+                               "update/staleness": torch.tensor(float(staleness))}
+    critic, critic_opt = learner.critic, learner.critic_opt
+    if critic is not None and critic_opt is not None:
+        vpreds = pad_rows(critic.values(rows, **learner.forward), width)
+        vloss = compute_value_loss(vpreds, returns[part], values[part], mask, algo.cliprange_value, algo.loss_agg_mode,
+                                   loss_scale_factor=algo.loss_scale_factor)
+        critic_opt.zero_grad(set_to_none=True)
+        vloss.loss.backward()
+        torch.nn.utils.clip_grad_norm_(critic.parameters(), clip)
+        critic_opt.step()
+        metrics |= {**vloss.metrics, "critic/vf_loss": vloss.loss.detach()}
+    return metrics
 
 
 def _partition(batch: RowBatch, parts: int, rng: np.random.Generator) -> list[list[int]]:
