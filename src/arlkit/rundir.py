@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arlkit.config import ConfigError
+from arlkit.config import ConfigError, config_diff
 
 __all__ = [
     "RunClaim",
@@ -37,7 +37,6 @@ __all__ = [
     "atomic_write_text",
     "check_run_dir",
     "claim_run_dir",
-    "dict_diff",
     "disk_full_named",
     "fsync_dir",
 ]
@@ -122,19 +121,6 @@ def atomic_write_jsonl(path: str | Path, records: Iterable[Mapping[str, Any]]) -
     atomic_write_text(path, "".join(json.dumps(dict(r)) + "\n" for r in records))
 
 
-def dict_diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """``key: old -> new`` lines for every leaf that differs between two nested mappings."""
-    lines = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key, "<unset>"), new.get(key, "<unset>")
-        name = f"{prefix}{key}"
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            lines += dict_diff(a, b, prefix=f"{name}.")
-        elif a != b:
-            lines.append(f"{name}: {a!r} -> {b!r}")
-    return lines
-
-
 @dataclass(frozen=True)
 class RunClaim:
     """The outcome of :func:`claim_run_dir`.
@@ -187,7 +173,7 @@ def check_run_dir(
         if not isinstance(old, dict):
             raise ConfigError(f"{info} does not hold a run record; choose another --out")
         old.pop("forced_changes", None)  # the record of an earlier --force, not part of the identity
-        diff = dict_diff(_without(old, volatile), _without(identity, volatile))
+        diff = config_diff(_without(old, volatile), _without(identity, volatile))
         if diff and not force:
             keys = ", ".join(dict.fromkeys(line.split(":", 1)[0] for line in diff))
             raise ConfigError(
