@@ -12,7 +12,7 @@ PACKAGE = Path(arlkit.__file__).resolve().parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("config",),
-    ("rundir", "sandbox", "data"),
+    ("budgets", "rundir", "sandbox", "data"),
     ("envs", "algos"),
     ("policies",),
     ("rollout",),

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arlkit.metrics import bootstrap_mean, paired_bootstrap_difference, pass_at_k, successes_within
-from arlkit.config import resolve_budget, resolve_budgets
+from arlkit.budgets import resolve_budget, resolve_budgets
 from arlkit.metrics.passkt import default_ks, upper_bound_per_task
 
 

@@ -23,7 +23,8 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from arlkit.config import EVAL_BUDGETS, MOVED_KEYS, EnvSpec, check_budget, config_to_dict, flat_plain, resolve_budgets
+from arlkit.config import MOVED_KEYS, EnvSpec, config_to_dict, flat_plain
+from arlkit.budgets import EVAL_BUDGETS, check_budget, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.registry import make
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table
@@ -48,7 +49,7 @@ class EvalConfig:
         tasks: number of tasks from ``split``.
         samples: trajectories per task (n); Pass@k needs k <= n.
         budgets: turn budgets, as percentages of T_max (``"25%"``), whole turns (``"10"``) or ``full``
-            (:func:`arlkit.config.resolve_budgets`).
+            (:func:`arlkit.budgets.resolve_budgets`).
         prompt: how prompts are built (:class:`arlkit.rollout.PromptConfig`): ``budget_mode``
             ``announced`` (one run per budget) or ``hidden`` (one run at the largest budget, smaller
             budgets by truncation); ``history`` ``None`` for the full chat, or the number of recent

@@ -29,7 +29,8 @@ import numpy as np
 import torch
 
 from arlkit.analysis.states import replay
-from arlkit.config import TRAIN_BUDGETS, ConfigError, config_to_plain, resolve_budget
+from arlkit.config import ConfigError, config_to_plain
+from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
 from arlkit.envs import Oracle, Task, make
 from arlkit.policies import Message, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon

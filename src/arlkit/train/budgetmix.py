@@ -1,6 +1,6 @@
 """BudgetMix (docs/algorithms.md#budgetmix; RT §5.2 and App. A.4): train under budgets drawn per group.
 
-- Candidates (:func:`arlkit.config.budget_candidates`, with the parser of every budget setting):
+- Candidates (:func:`arlkit.budgets.budget_candidates`, with the parser of every budget setting):
   ``T_i = ceil(i·T_max/10)`` for i = 1..10, computed in integers as ``(i*T_max + 9) // 10``
   (the float form ``ceil(i*0.1*T_max)`` gives 4 instead of 3 for T_max = 10, i = 3), duplicates removed.
 - Each task group draws one candidate uniformly; all rollouts of the group use it; the prompt announces
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arlkit.config import TRAIN_BUDGETS, budget_candidates, resolve_budget
+from arlkit.budgets import TRAIN_BUDGETS, budget_candidates, resolve_budget
 
 __all__ = [
     "AuditCheck",

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from arlkit.algos import AlgoConfig, get_preset
-from arlkit.config import TRAIN_BUDGETS, ConfigError, check_model_dir, resolve_budget
+from arlkit.config import ConfigError, check_model_dir
+from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
 from arlkit.train.config import SFTConfig, TrainConfig
 
 __all__ = ["ResolvedTrain", "check_model_spec", "check_sft_config", "check_train_config"]

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from arlkit.algos import RewardConfig
-from arlkit.config import MOVED_KEYS, TRAIN_BUDGETS, EnvSpec, check_budget, check_number
+from arlkit.config import MOVED_KEYS, EnvSpec, check_number
+from arlkit.budgets import TRAIN_BUDGETS, check_budget
 from arlkit.policies.registry import SamplingConfig
 from arlkit.rollout.prompts import PromptConfig
 
