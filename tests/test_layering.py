@@ -37,8 +37,10 @@ def _part(module: str) -> str:
     return parts[1] if len(parts) > 1 else "arlkit"
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    module = _module(path)
+def _imports(path: Path, module: str | None = None) -> list[tuple[int, str]]:
+    """``(line, imported module)`` of every arlkit import in ``path`` (``module``: its dotted name,
+    by default from its place in the package)."""
+    module = module or _module(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -79,11 +81,9 @@ def test_imports_point_down_the_layers() -> None:
 
 def test_the_check_sees_a_planted_upward_import(tmp_path: Path) -> None:
     # The walker must find imports inside functions and relative ones (else the test above is vacuous).
-    planted = PACKAGE / "envs" / "_planted_for_test.py"
+    planted = tmp_path / "planted.py"
     planted.write_text("def f():\n    from arlkit.recipes.eval import run_eval\n    from ..rollout import engine\n",
                        encoding="utf-8")
-    try:
-        names = [name for _, name in _imports(planted)]
-    finally:
-        planted.unlink()
+    names = [name for _, name in _imports(planted, module="arlkit.envs.planted")]
     assert names == ["arlkit.recipes.eval", "arlkit.rollout"]
+    assert all(RANK[_part(name)] > RANK["envs"] for name in names)  # both point up from envs

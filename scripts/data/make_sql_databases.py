@@ -7,13 +7,7 @@ SHA-256 of every script is pinned in :data:`arlkit.envs.sql.databases.SCRIPT_SHA
 that the shipped files equal this output. At run time :mod:`arlkit.envs.sql.databases` builds the
 SQLite files from the shipped scripts.
 
-Databases (rows per table, approximately):
-
-- ``university``: department 8, instructor 48, student 600, course 72, enrollment ~3,000
-- ``retail``: customer 400, category 10, product 150, orders 1,500, order_item ~3,700
-- ``flights``: airport 24, airline 8, flight 900, passenger 700, booking ~3,000
-- ``library``: branch 6, author 90, book 400, member 300, loan 2,000
-- ``music``: artist 60, album 180, track 1,800, playlist 40, playlist_track ~1,100
+The databases and their sizes are listed in :mod:`arlkit.envs.sql.databases`.
 """
 
 from __future__ import annotations

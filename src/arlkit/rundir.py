@@ -138,12 +138,12 @@ def _without(identity: Mapping[str, Any], volatile: Sequence[str]) -> dict[str, 
     """``identity`` less the dotted ``volatile`` keys."""
     out = json.loads(json.dumps(identity))  # a deep copy in the form the record takes
     for key in volatile:
-        node, *_ = [out]
-        parts = key.split(".")
-        for part in parts[:-1]:
+        *path, last = key.split(".")
+        node: Any = out
+        for part in path:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
-            node.pop(parts[-1], None)
+            node.pop(last, None)
     return out
 
 

@@ -104,7 +104,7 @@ def test_oracle_process_reward_is_q_star() -> None:
     env = make("frozenlake", t_max=20)
     task = env.tasks("test", 1)[0]
     env.reset(task, 0)
-    ctx = [StepContext(env.instruction(), [env.render()], [], a, 7, env) for a in ("Left", "Down", "Right", "Up", None)]
+    ctx = [StepContext(env.prompt_text().instruction, [env.render()], [], a, 7, env) for a in ("Left", "Down", "Right", "Up", None)]
     values = env.action_values(7)  # type: ignore[attr-defined]
     assert oracle_process_reward(ctx) == [values["Left"], values["Down"], values["Right"], values["Up"], 0.0]
 

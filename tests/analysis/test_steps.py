@@ -131,11 +131,8 @@ class Blind:
     def render(self):  # type: ignore[no-untyped-def]
         return self._env.render()
 
-    def instruction(self):  # type: ignore[no-untyped-def]
-        return self._env.instruction()
-
-    def action_format(self):  # type: ignore[no-untyped-def]
-        return self._env.action_format()
+    def prompt_text(self):  # type: ignore[no-untyped-def]
+        return self._env.prompt_text()
 
     def state_key(self):  # type: ignore[no-untyped-def]
         return self._env.state_key()

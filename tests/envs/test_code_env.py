@@ -112,7 +112,7 @@ def test_function_call_problems_with_solution_class() -> None:
     )
     env = make("code", **FAST)
     env.reset(CodeEnv.task_from_problem(problem), seed=0)
-    assert "Define the function pair_sum" in env.instruction()
+    assert "Define the function pair_sum" in env.prompt_text().instruction
     solved = env.step("class Solution:\n    def pair_sum(self, xs):\n        return sum(xs)\n")
     assert solved.success
     env.reset(CodeEnv.task_from_problem(problem), seed=0)

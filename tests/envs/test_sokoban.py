@@ -486,10 +486,10 @@ def test_task_round_trip_through_the_payload():
 
 def test_texts_carry_the_legend_and_the_format():
     env = make("sokoban")
-    text = env.instruction()
+    text = env.prompt_text().instruction
     for symbol in ("#", "_", "O", "X", "√", "P", "S"):
         assert symbol in text
-    assert "<action>" in env.action_format() and all(a in env.action_format() for a in ACTIONS)
+    assert "<action>" in env.prompt_text().action_format and all(a in env.prompt_text().action_format for a in ACTIONS)
 
 
 def test_reset_refuses_a_bad_payload():

@@ -61,7 +61,7 @@ def test_registered_and_protocols(env: ToolsEnv) -> None:
 
 def test_a_full_episode_by_hand(env: ToolsEnv) -> None:
     assert env.reset(TASK, 0) == "User request 1 of 4: Move a.txt into docs."
-    assert "mv(source: str, destination: str)" in env.instruction() and "power(base: float" in env.instruction()
+    assert "mv(source: str, destination: str)" in env.prompt_text().instruction and "power(base: float" in env.prompt_text().instruction
     r = env.step("mv(source='a.txt', destination='docs'); finish_turn()")
     assert r.valid and not r.done
     assert (
@@ -163,7 +163,7 @@ def test_several_calls_per_action_when_configured() -> None:
     env.reset(TASK, 0)
     r = env.step("[cd(folder='docs'), ls(), pwd()]")
     assert r.valid and len(r.observation.splitlines()) == 3
-    assert "up to 3 calls per action" in env.instruction()
+    assert "up to 3 calls per action" in env.prompt_text().instruction
 
 
 def test_oracle_plan_and_values(env: ToolsEnv) -> None:

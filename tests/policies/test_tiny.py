@@ -60,7 +60,7 @@ def test_chat_template_renders_the_budget_aware_prompt(tiny_model_dir: Path) -> 
     env = make("frozenlake", size=4, t_max=10)
     first = env.reset(env.tasks("test", 1)[0], seed=0)
     system = system_prompt(
-        env.name, env.instruction(), env.action_format(), budget=10, completed=3, budget_mode="announced"
+        env.name, env.prompt_text().instruction, env.prompt_text().action_format, budget=10, completed=3, budget_mode="announced"
     )
     assert "10 turns in total, 3 completed, 7 remaining" in system
     messages = build_messages(system, [first, "You chose Left.\n" + first], ["<think>go</think><action>Left</action>"])

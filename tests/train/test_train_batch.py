@@ -44,7 +44,7 @@ def _rerendered(history: int | None, counters: str):  # type: ignore[no-untyped-
 
     def prompt(t: Trajectory, k: int) -> Prompt:
         env.reset(tasks[t.task_id], t.env_seed)
-        messages = turn_messages(env.name, env.instruction(), env.action_format(), budget=t.budget,
+        messages = turn_messages(env.name, env.prompt_text().instruction, env.prompt_text().action_format, budget=t.budget,
                                  observations=[t.initial_observation, *(x.observation for x in t.turns[:k])],
                                  replies=[x.reply for x in t.turns[:k]], prompt=PromptConfig("announced", history, counters))
         return Prompt(messages)
@@ -105,7 +105,7 @@ def test_trajectory_rows_hold_every_reply_as_targets_and_nothing_else(bc_dir: Pa
         assert torch.allclose(batch.reward_at[i, ends], torch.tensor(outcomes[i].step_rewards, dtype=torch.float32))
         assert batch.reward_at[i].sum() == pytest.approx(outcomes[i].score, abs=1e-6)
     scored = score_rows(model, batch.rows, precision="fp32", pad_id=chat.pad_id)
-    gap = max(float((s - torch.tensor([x for turn in t.turns for x in turn.logprobs])).abs().max())
+    gap = max(float((s.detach() - torch.tensor([x for turn in t.turns for x in turn.logprobs])).abs().max())
               for s, t in zip(scored.logprobs, trajectories, strict=True))
     if counters == "observation":  # earlier messages never change: the row is exactly what was sampled
         assert gap < 1e-4

@@ -128,15 +128,3 @@ class Env(Protocol):
 
 CORE_METHODS: tuple[str, ...] = ("tasks", "reset", "parse_action", "step", "render", "prompt_text")
 """The methods every :class:`Env` defines (besides the attributes ``name`` and ``t_max``)."""
-
-_MOVED = ("ActionSpace", "BudgetHeadroom", "Oracle", "has_oracle")
-
-
-def __getattr__(name: str) -> Any:
-    """The capabilities that used to live here, for older imports (``from arlkit.envs.protocol
-    import Oracle``); new code imports them from :mod:`arlkit.envs` or :mod:`arlkit.envs.capabilities`."""
-    if name in _MOVED:
-        from arlkit.envs import capabilities
-
-        return getattr(capabilities, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

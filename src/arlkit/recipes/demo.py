@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from arlkit.config import ConfigError, EnvSpec, config_to_plain
 from arlkit.report.figures import fig_dynamics, fig_passkt
 from arlkit.report.outputs import save_figure
 from arlkit.rollout.prompts import PromptConfig
-from arlkit.rundir import atomic_path, atomic_write_text
+from arlkit.rundir import atomic_path, atomic_write_text, claim_run_dir
 
 __all__ = ["DEMO_ENV", "DemoPlan", "DemoResult", "demo_plan", "run_demo"]
 
@@ -161,10 +161,6 @@ def _eval_job(jobs: list[dict[str, Any]]) -> None:
 def _claim(out: Path, plan: DemoPlan) -> None:
     """Record the plan in ``out/demo.json``; a directory holding a demo with another plan (say ``--quick``
     then the full demo) is refused rather than mixed (:func:`arlkit.rundir.claim_run_dir`)."""
-    from dataclasses import asdict
-
-    from arlkit.rundir import claim_run_dir
-
     claim_run_dir(out, json.loads(json.dumps(asdict(plan))), record="demo.json", allowed=None, what="plan")
 
 

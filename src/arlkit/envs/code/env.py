@@ -257,7 +257,8 @@ class CodeEnv:
     def render(self) -> str:
         return self._observation or "No task: call reset first."
 
-    def instruction(self) -> str:
+    def prompt_text(self) -> PromptText:
+        """The instruction (rules, legend, goal) and the action format of the prompt."""
         problem = self._require_problem()
         kinds = {t.kind for t in problem.public_tests + problem.hidden_tests}
         parts = [
@@ -278,17 +279,13 @@ class CodeEnv:
         parts.append(f"PROBLEM: {problem.title}\n{problem.statement.strip()}")
         if problem.starter_code.strip():
             parts.append(f"Starter code:\n```python\n{problem.starter_code.rstrip()}\n```")
-        return "\n\n".join(parts)
-
-    def prompt_text(self) -> PromptText:
-        return PromptText(self.instruction(), self.action_format())
-
-    def action_format(self) -> str:
-        return (
+        instruction = "\n\n".join(parts)
+        action_format = (
             "Write the complete program in one fenced code block inside the action tags, for example "
             "<action>```python\nprint(int(input()) * 2)\n```</action>. Only the last fenced code block of your "
             "reply is run, so do not write other code blocks after it."
         )
+        return PromptText(instruction, action_format)
 
     def state_key(self) -> str:
         task_id = self._task.task_id if self._task else "-"

@@ -176,25 +176,21 @@ class FrozenLakeEnv:
             rows.append("".join(cells))
         return "\n".join(rows)
 
-    def instruction(self) -> str:
-        text = (
+    def prompt_text(self) -> PromptText:
+        """The instruction (rules, legend, goal) and the action format of the prompt."""
+        instruction = (
             "You walk on a frozen lake drawn as a grid, one row per line. Symbols: P is you, _ is "
             "safe ice, O is a hole (falling in ends the episode with no reward), G is the goal. "
             "Reach G to succeed. A move into the border leaves you where you are."
         )
         if self.config.slippery:
             p = self.config.success_rate
-            text += (
+            instruction += (
                 f" The ice is slippery: you move in the chosen direction with probability {p:.2f}, "
                 "otherwise sideways (perpendicular to it)."
             )
-        return text
-
-    def prompt_text(self) -> PromptText:
-        return PromptText(self.instruction(), self.action_format())
-
-    def action_format(self) -> str:
-        return "The action is one of Left, Down, Right, Up, for example <action>Left</action>."
+        action_format = "The action is one of Left, Down, Right, Up, for example <action>Left</action>."
+        return PromptText(instruction, action_format)
 
     def admissible_actions(self) -> Sequence[str]:
         return ACTIONS

@@ -438,8 +438,9 @@ class SokobanEnv:
     def render(self) -> str:
         return self.room.text()
 
-    def instruction(self) -> str:
-        return (
+    def prompt_text(self) -> PromptText:
+        """The instruction (rules, legend, goal) and the action format of the prompt."""
+        instruction = (
             "You are playing Sokoban in a room drawn as a grid seen from above, one row per line "
             "(up is towards the first line). Symbols: # is a wall, _ is floor, O is a target, X is "
             "a box, √ is a box on a target, P is you, S is you standing on a target. Walk into a box "
@@ -447,12 +448,8 @@ class SokobanEnv:
             "a wall or another box, and boxes cannot be pulled, so a box pushed into a corner is "
             "stuck for good. Push every box onto a target to succeed."
         )
-
-    def prompt_text(self) -> PromptText:
-        return PromptText(self.instruction(), self.action_format())
-
-    def action_format(self) -> str:
-        return "The action is one of up, down, left, right, for example <action>up</action>."
+        action_format = "The action is one of up, down, left, right, for example <action>up</action>."
+        return PromptText(instruction, action_format)
 
     def admissible_actions(self) -> Sequence[str]:
         return ACTIONS

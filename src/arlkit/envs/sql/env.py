@@ -281,8 +281,9 @@ class SqlEnv:
         last = "No query has been run yet." if self._last is None else f"Last result:\n{self._show(self._last)}"
         return f"Question: {sql_task.question}\n{last}"
 
-    def instruction(self) -> str:
-        return (
+    def prompt_text(self) -> PromptText:
+        """The instruction (rules, legend, goal) and the action format of the prompt."""
+        instruction = (
             "Answer a question about a SQLite database by writing SQL. Each action is one SQL statement; it runs "
             "read-only (SELECT and WITH queries; statements that would change the database or its settings are "
             f"refused) with a time limit of {self.config.timeout_s:g} s, and you see its result rows (long results "
@@ -294,15 +295,11 @@ class SqlEnv:
             "order; 1 is a perfect answer. Column names do not matter, but the columns, their order and the values "
             "do. An episode that ends without a submission scores 0."
         )
-
-    def prompt_text(self) -> PromptText:
-        return PromptText(self.instruction(), self.action_format())
-
-    def action_format(self) -> str:
-        return (
+        action_format = (
             "The action is one SQL statement, `submit`, or `submit` followed by one SQL statement, for example "
             "<action>SELECT count(*) FROM student</action> or <action>submit SELECT name FROM department</action>."
         )
+        return PromptText(instruction, action_format)
 
     def state_key(self) -> str:
         task, _ = self._current

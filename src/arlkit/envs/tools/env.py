@@ -238,11 +238,12 @@ class ToolsEnv:
             return "The episode is over."
         return f"{self._request_text()}\n(Calls made for this request so far: {len(ep.calls)}.)"
 
-    def instruction(self) -> str:
+    def prompt_text(self) -> PromptText:
+        """The instruction (rules, legend, goal) and the action format of the prompt."""
         apis = self._entry.apis if self._entry is not None else ()
         limit = self.config.max_calls_per_action
         per_action = "one call per action" if limit == 1 else f"up to {limit} calls per action, one per line"
-        return (
+        instruction = (
             "You are an assistant that serves a user's requests by calling tools. The requests arrive one at a time. "
             f"Each action is a function call in Python syntax with literal arguments ({per_action}), for example "
             "cd(folder='docs'); you then see what it returned. Only the functions listed below exist; arguments must "
@@ -254,18 +255,13 @@ class ToolsEnv:
             "among your results; a request handled wrongly ends the episode.\n\nAvailable functions:\n"
             + render_apis(list(apis))
         )
-
-    def prompt_text(self) -> PromptText:
-        return PromptText(self.instruction(), self.action_format())
-
-    def action_format(self) -> str:
-        limit = self.config.max_calls_per_action
         calls = "one function call" if limit == 1 else f"up to {limit} function calls (one per line)"
-        return (
+        action_format = (
             f"The action is {calls}, optionally followed by {FINISH}() to end the current request, or {FINISH}() "
             f"alone; for example <action>ls(a=True)</action>, <action>cat(file_name='notes.txt'); {FINISH}()</action> "
             f"or <action>{FINISH}()</action>."
         )
+        return PromptText(instruction, action_format)
 
     def state_key(self) -> str:
         ep = self._state
