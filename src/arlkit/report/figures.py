@@ -10,13 +10,16 @@ from __future__ import annotations
 import base64
 import io
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "OPTIMUM_LABEL",
     "fig_depth",
+    "fig_differences",
     "fig_dynamics",
     "fig_errors",
     "fig_heatmap",
@@ -26,6 +29,7 @@ __all__ = [
     "fig_passkt",
     "fig_quality_scatter",
     "fig_sankey",
+    "pass_t_lines",
     "png_base64",
 ]
 
@@ -261,54 +265,103 @@ def fig_sankey(layout: Any, *, title: str) -> Any:
     return fig
 
 
+def pass_t_lines(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """The budgets of each line :func:`fig_passkt` draws in its Pass@T panels: policies with at least
+    two budgets (a line of one point says nothing about T); empty when the rows hold fewer than two
+    budgets, and then the figure has no Pass@T panel."""
+    budgets: dict[str, set[int]] = {}
+    for r in rows:
+        budgets.setdefault(str(r["policy"]), set()).add(int(r["T"]))
+    return {p: sorted(ts) for p, ts in budgets.items() if len(ts) >= 2}
+
+
+def _value(r: Mapping[str, Any], key: str) -> float | None:
+    v = r.get(key)
+    return None if v in (None, "") else float(v)
+
+
+OPTIMUM_LABEL = "expected optimum"
+"""The legend of the environment's bound, the mean over tasks of ``1 - (1 - p*)^k``: the expected
+Pass@k of the optimal policy, which a sampled Pass@k can exceed."""
+
+
 def fig_passkt(rows: Sequence[Mapping[str, Any]], *, title: str, colors: Mapping[str, str] | None = None) -> Any:
     """The one Pass@(K,T) figure (an eval's ``passkt.png``, the demo's, the HTML report's).
 
-    Top: Pass@T at K = the smallest and the largest k, one line per policy with its 95% CI band and
-    the upper bound dashed where known. Bottom: Pass@K at each budget T, one line per policy.
-    ``rows``: dicts with ``policy``, ``T``, ``k``, ``pass``, ``ci_low``, ``ci_high`` and optionally
-    ``upper_bound`` (strings as read from ``passkt.csv`` are accepted); ``colors`` maps policies to
-    colours (tab10 otherwise).
+    Top: Pass@T at K = the smallest and the largest k, one line per policy with at least two budgets
+    (:func:`pass_t_lines`) with its 95% CI band, and the expected optimum dashed where known; left out
+    when the rows hold one budget. Bottom: Pass@K at each budget T, one line per policy and the
+    expected optimum; left out when there is one k and a Pass@T panel. ``rows``: dicts with
+    ``policy``, ``T``, ``k``, ``pass``, ``ci_low``, ``ci_high`` and optionally ``upper_bound``
+    (strings as read from ``passkt.csv`` are accepted); ``colors`` maps policies to colours (tab10
+    otherwise).
     """
     plt = _plt()
     policies = list(dict.fromkeys(str(r["policy"]) for r in rows))
     ks = sorted({int(r["k"]) for r in rows})
     budgets = sorted({int(r["T"]) for r in rows})
     cell = {(str(r["policy"]), int(r["T"]), int(r["k"])): r for r in rows}
+    bound_at = {(int(r["T"]), int(r["k"])): _value(r, "upper_bound") for r in rows if _value(r, "upper_bound") is not None}
     cmap = plt.get_cmap("tab10")
     color = {p: (colors or {}).get(p, cmap(i % 10)) for i, p in enumerate(policies)}
-    show_k = sorted({ks[0], ks[-1]}) if ks else []
-    columns = max(len(budgets), 2)
-    fig = plt.figure(figsize=(4 * columns, 7.4))
-    grid = fig.add_gridspec(2, 2 * columns)
+    lines = pass_t_lines(rows)
+    show_k = sorted({ks[0], ks[-1]}) if ks and lines else []
+    show_budgets = budgets if len(ks) >= 2 or not show_k else []
+    columns = max(len(show_budgets), 2 if show_k else 1)
+    fig = plt.figure(figsize=(4 * columns, 3.7 * (bool(show_k) + bool(show_budgets))))
+    grid = fig.add_gridspec(bool(show_k) + bool(show_budgets), 2 * columns)
     top = [fig.add_subplot(grid[0, i * columns : (i + 1) * columns]) for i in range(len(show_k))]
-    bottom = [fig.add_subplot(grid[1, 2 * i : 2 * i + 2]) for i in range(len(budgets))]
-
-    def value(r: Mapping[str, Any], key: str) -> float | None:
-        v = r.get(key)
-        return None if v in (None, "") else float(v)
+    bottom = [fig.add_subplot(grid[-1, 2 * i : 2 * i + 2]) for i in range(len(show_budgets))]
 
     for ax, k in zip(top, show_k, strict=True):
-        for policy in policies:
-            line = [cell[(policy, T, k)] for T in budgets if (policy, T, k) in cell]
+        for policy, line_budgets in lines.items():
+            line = [cell[(policy, T, k)] for T in line_budgets if (policy, T, k) in cell]
             xs = [int(r["T"]) for r in line]
-            ax.plot(xs, [value(r, "pass") for r in line], marker="o", color=color[policy], label=policy)
-            ax.fill_between(xs, [value(r, "ci_low") for r in line], [value(r, "ci_high") for r in line],
+            ax.plot(xs, [_value(r, "pass") for r in line], marker="o", color=color[policy], label=policy)
+            ax.fill_between(xs, [_value(r, "ci_low") for r in line], [_value(r, "ci_high") for r in line],
                             color=color[policy], alpha=0.15)  # fmt: skip
-        bound = [(T, value(cell[(policies[0], T, k)], "upper_bound")) for T in budgets if (policies[0], T, k) in cell]
-        if bound and all(b is not None for _, b in bound):
+        bound = [(T, bound_at[(T, k)]) for T in budgets if (T, k) in bound_at]
+        if len(bound) >= 2:
             ax.plot([T for T, _ in bound], [b for _, b in bound], linestyle="--", color="black", alpha=0.5,
-                    label="upper bound")  # fmt: skip
+                    label=OPTIMUM_LABEL)  # fmt: skip
         ax.set(title=f"Pass@T (K={k})", xlabel="budget T (turns)", ylabel=f"Pass@{k}", ylim=(-0.02, 1.02))
         ax.legend(fontsize=7)
-    for ax, T in zip(bottom, budgets, strict=True):
+    for ax, T in zip(bottom, show_budgets, strict=True):
         for policy in policies:
             line = [cell[(policy, T, k)] for k in ks if (policy, T, k) in cell]
-            ax.plot([int(r["k"]) for r in line], [value(r, "pass") for r in line], marker="o", color=color[policy],
+            ax.plot([int(r["k"]) for r in line], [_value(r, "pass") for r in line], marker="o", color=color[policy],
                     label=policy)  # fmt: skip
+        bound = [(k, bound_at[(T, k)]) for k in ks if (T, k) in bound_at]
+        if bound:
+            ax.plot([k for k, _ in bound], [b for _, b in bound], linestyle="--", marker="_", color="black", alpha=0.5,
+                    label=OPTIMUM_LABEL)  # fmt: skip
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.set(title=f"Pass@K at T={T}", xlabel="samples K", ylim=(-0.02, 1.02))
+        ax.legend(fontsize=7)
+    fig.suptitle(textwrap.fill(title, width=int(9 * fig.get_figwidth())))  # a narrow figure wraps its title
+    fig.tight_layout()
+    return fig
+
+
+def fig_differences(
+    differences: Mapping[int, Mapping[str, Sequence[tuple[int, float, float, float]]]], *, title: str
+) -> Any:
+    """Paired differences between policies against the budget: a panel per k of ``differences``
+    (``{k: {"B − A": [(T, value, low, high), ...]}}``), a line per pair with its 95% interval as
+    error bars, and zero dashed. Pairs with fewer than two budgets are left out."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(differences), figsize=(6.0 * len(differences), 3.8), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    for ax, (k, pairs) in zip(axes[0], differences.items(), strict=True):
+        ax.axhline(0.0, color="grey", linestyle="--", linewidth=1)
+        for i, (pair, points) in enumerate(pairs.items()):
+            if len(points) < 2:
+                continue
+            ts = np.array([p[0] for p in points], dtype=float) + 0.15 * (i - (len(pairs) - 1) / 2)
+            v, lo, hi = (np.array([p[j] for p in points], dtype=float) for j in (1, 2, 3))
+            ax.errorbar(ts, v, yerr=[v - lo, hi - v], marker="o", capsize=3, color=cmap(i % 10), label=pair)
+        ax.set(title=f"paired difference in Pass@{k}", xlabel="budget T (turns)", ylabel="difference (percentage points)")
         ax.legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()

@@ -3,22 +3,22 @@
 Sources are directories, searched up to three levels deep:
 
 - **evaluation runs** (``passkt.csv`` + ``trajectories.jsonl``, as ``arlkit eval`` writes them):
-  Pass@K and Pass@T curves with upper bounds, the (K, T) heat map, Table-1-style tables with
-  intervals, and action flows and loops computed from the trajectories;
+  runs of one policy at different announced budgets merged into one Pass@(K,T) surface, policies on
+  the same tasks side by side (Pass@T and Pass@K with the expected optimum, a heat map per policy,
+  paired differences with intervals), Table-1-style tables, and action flows and loops computed
+  from the trajectories (:mod:`arlkit.report.eval_sections`);
 - **analysis outputs** (``<kind>.json`` with ``"arlkit_analysis"``, as ``arlkit analyze`` writes
   them): step quality, error states, depth, likelihood, judge agreement, flows;
 - **training runs** (``dynamics.csv`` or ``metrics.jsonl``: one row per step with a ``step`` column
   and numeric metrics such as ``r_multi`` and ``r_single``): training dynamics.
 
-Figures are PNG embedded as base64 and Sankey diagrams inline SVG; the file loads nothing from
+Caller-given findings lead the page. Figures are PNG embedded as base64 and Sankey diagrams inline SVG; the file loads nothing from
 anywhere. A small inline script only checks, once the page has loaded, that every image decoded and
 every listed section exists (it records the result on ``<body>`` for tests).
 """
 
 from __future__ import annotations
 
-import csv
-import html
 import json
 import math
 from collections import Counter
@@ -28,15 +28,25 @@ from pathlib import Path
 from typing import Any
 
 from arlkit.analysis.flows import FlowCounts, action_flows, loop_stats, summarize_loops
-from arlkit.report.outputs import write_text
 from arlkit.analysis.sankey import label_colors, sankey_layout, sankey_svg
 from arlkit.report import figures
-from arlkit.rollout.records import read_trajectories
+from arlkit.report.eval_sections import (
+    EvalGroup,
+    EvalRun,
+    eval_sections,
+    group_eval_runs,
+)
+from arlkit.report.html_blocks import esc, img, inline_markdown, num, read_csv, table
+from arlkit.report.outputs import write_text
 
-__all__ = ["HtmlReport", "SECTION_TITLES", "find_sources", "write_html_report"]
+__all__ = ["FINDINGS_TITLE", "SECTION_TITLES", "HtmlReport", "find_sources", "section_title", "write_html_report"]
+
+FINDINGS_TITLE = "Findings"
+"""The title of the ``findings`` section: the caller's lines, first on the page when given."""
 
 SECTION_TITLES = {
     "passk": "Pass@K and Pass@T",
+    "differences": "Paired differences between policies",
     "heatmap": "(K, T) heat map",
     "tables": "Pass@(K,T) tables",
     "steps": "Step-level action quality (matched states)",
@@ -48,10 +58,16 @@ SECTION_TITLES = {
     "flows": "Action-transition flows",
     "loops": "Loops",
 }
-"""Section ids and titles, in report order."""
+"""Section ids and titles of what the inputs give, in report order (after ``findings``)."""
+
+
+def section_title(key: str) -> str:
+    """The title of section ``key`` (``findings`` or one of :data:`SECTION_TITLES`)."""
+    return FINDINGS_TITLE if key == "findings" else SECTION_TITLES[key]
 
 _HINTS = {
     "passk": "give an `arlkit eval` run directory",
+    "differences": "give `arlkit eval` runs of two or more policies on the same tasks and budgets",
     "heatmap": "give an `arlkit eval` run directory",
     "tables": "give an `arlkit eval` run directory",
     "steps": "run `arlkit analyze steps --base ... --rl ... --runs ... --out DIR` and give DIR",
@@ -115,26 +131,6 @@ def find_sources(paths: Sequence[str | Path], *, depth: int = 3) -> Sources:
     return found
 
 
-def _esc(x: object) -> str:
-    return html.escape(str(x))
-
-
-def _img(fig: Any, alt: str) -> str:
-    return f'<img alt="{_esc(alt)}" src="data:image/png;base64,{figures.png_base64(fig)}">'
-
-
-def _read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def _num(x: str | None) -> float:
-    try:
-        return float(x) if x not in (None, "") else math.nan
-    except ValueError:
-        return math.nan
-
-
 def _est(d: Mapping[str, Any] | None, pct: bool = False, digits: int = 3) -> str:
     if not d or d.get("value") is None:
         return "n/a"
@@ -146,60 +142,17 @@ def _est(d: Mapping[str, Any] | None, pct: bool = False, digits: int = 3) -> str
     return f"{fmt.format(scale * d['value'])}{unit} [{fmt.format(scale * low)}, {fmt.format(scale * high)}]"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def _notes(data: Mapping[str, Any]) -> str:
     notes = data.get("notes") or []
-    return "<ul class='notes'>" + "".join(f"<li>{_esc(n)}</li>" for n in notes) + "</ul>" if notes else ""
+    return "<ul class='notes'>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>" if notes else ""
 
 
 def _meta_line(data: Mapping[str, Any], path: Path) -> str:
     parts = [f"{k}: {data[k]}" for k in ("env", "base", "rl", "judge") if data.get(k)]
-    return f"<p class='meta'>{_esc('; '.join(parts))} — <code>{_esc(path.parent)}</code></p>"
+    return f"<p class='meta'>{esc('; '.join(parts))} — <code>{esc(path.parent)}</code></p>"
 
 
 # -- sections from evaluation runs ---------------------------------------------------------------
-
-
-def _eval_sections(evals: Sequence[Path]) -> dict[str, str]:
-    if not evals:
-        return {}
-    passk, heat, tables = [], [], []
-    for run in evals:
-        rows = _read_csv(run / "passkt.csv")
-        if not rows:
-            continue
-        env = rows[0].get("env", "?")
-        title = f"{run.name} — {env}, {rows[0].get('budget_mode', '')} budgets, {rows[0].get('n_tasks', '?')} tasks"
-        passk.append(f"<h3>{_esc(title)}</h3>" + _img(figures.fig_passkt(rows, title=title), f"Pass@K and Pass@T, {run.name}"))
-        heat.append(f"<h3>{_esc(run.name)}</h3>" + _img(figures.fig_heatmap(rows, title=f"Pass@(K,T), {run.name}"), f"heat map {run.name}"))
-        tables.append(f"<h3>{_esc(run.name)}</h3>" + _pass_tables(rows))
-    return {"passk": "".join(passk), "heatmap": "".join(heat), "tables": "".join(tables)}
-
-
-def _pass_tables(rows: Sequence[Mapping[str, str]]) -> str:
-    budgets = sorted({int(r["T"]) for r in rows})
-    ks = sorted({int(r["k"]) for r in rows})
-    policies = list(dict.fromkeys(r["policy"] for r in rows))
-    cell = {(r["policy"], int(r["T"]), int(r["k"])): r for r in rows}
-    out = []
-    for k in sorted({ks[0], ks[-1]}):
-        header = ["policy"] + [f"T={T} ({100 * _num(cell[(policies[0], T, k)]['T_frac']):.0f}%)" for T in budgets]
-        body = []
-        for policy in policies:
-            body.append([policy] + [
-                f"{100 * _num(cell[(policy, T, k)]['pass']):.1f} [{100 * _num(cell[(policy, T, k)]['ci_low']):.1f}, "
-                f"{100 * _num(cell[(policy, T, k)]['ci_high']):.1f}]" if (policy, T, k) in cell else "" for T in budgets
-            ])  # fmt: skip
-        bounds = [cell[(policies[0], T, k)].get("upper_bound", "") for T in budgets]
-        if all(b not in ("", None) for b in bounds):
-            body.append(["upper bound"] + [f"{100 * _num(b):.1f}" for b in bounds])
-        out.append(f"<p>Pass@{k} (%, 95% bootstrap CI over tasks)</p>" + _table(header, body))
-    return "".join(out)
 
 
 def _flow_sections(groups: Sequence[tuple[str, FlowCounts]], loops: Sequence[Mapping[str, Any]]) -> dict[str, str]:
@@ -217,7 +170,7 @@ def _flow_sections(groups: Sequence[tuple[str, FlowCounts]], loops: Sequence[Map
             for outcome in ("success", "failure"):
                 if flows.trajectories.get(outcome, 0):
                     layout = sankey_layout(flows, outcomes=(outcome,), label_order=order, colors=colors)
-                    parts.append(f"<h3>{_esc(name)}: {outcome}</h3><div class='svgwrap'>{sankey_svg(layout, title=f'{name}: {outcome}')}</div>")
+                    parts.append(f"<h3>{esc(name)}: {outcome}</h3><div class='svgwrap'>{sankey_svg(layout, title=f'{name}: {outcome}')}</div>")
         out["flows"] = "".join(parts)
     if loops:
         header = ["group", "trajectories", "repeat", "A↔B oscillation", "revisit", "any loop", "turns in loops (mean)", "share of turns in loops"]
@@ -229,33 +182,33 @@ def _flow_sections(groups: Sequence[tuple[str, FlowCounts]], loops: Sequence[Map
                  "n/a" if s["loop_turns_mean"] is None else f"{float(s['loop_turns_mean']):.2f}", pct(s["loop_turn_share"])]
                 for s in loops]  # fmt: skip
         fig = figures.fig_loops([s["group"] for s in loops],
-                                {k: [_num(str(s[k])) if s[k] is not None else math.nan for s in loops]
+                                {k: [num(str(s[k])) if s[k] is not None else math.nan for s in loops]
                                  for k in ("repeat", "oscillation", "revisit", "any_loop", "loop_turn_share")},
                                 title="loop metrics")  # fmt: skip
         out["loops"] = ("<p>repeat: the same action 3+ times in a row; oscillation: A B A B over 4+ turns; revisit: acting "
-                        "again in a state already acted in.</p>" + _table(header, rows) + _img(fig, "loop metrics"))  # fmt: skip
+                        "again in a state already acted in.</p>" + table(header, rows) + img(fig, "loop metrics"))  # fmt: skip
     return out
 
 
-def _flows_from_evals(evals: Sequence[Path], max_steps: int = 12) -> tuple[list[tuple[str, FlowCounts]], list[dict[str, Any]]]:
-    groups, loops = [], []
-    for run in evals:
-        trajectories = read_trajectories(run / "trajectories.jsonl")
-        for label in dict.fromkeys(t.policy for t in trajectories):
-            mine = [t for t in trajectories if t.policy == label]
-            name = f"{run.name}:{label}" if len(evals) > 1 else label
-            groups.append((name, action_flows(mine, max_steps=max_steps)))
+def _flows_from_evals(groups: Sequence[EvalGroup], max_steps: int = 12) -> tuple[list[tuple[str, FlowCounts]], list[dict[str, Any]]]:
+    """Flows and loops of each policy's trajectories (over all its budgets), as the eval sections group them."""
+    flows, loops = [], []
+    for number, group in enumerate(groups, 1):
+        for surface in group.surfaces:
+            mine = surface.trajectories
+            name = f"{surface.label} [{number}]" if len(groups) > 1 else surface.label
+            flows.append((name, action_flows(mine, max_steps=max_steps)))
             stats = [loop_stats(t) for t in mine]
             loops.append(summarize_loops(name, stats).__dict__)
             for outcome, flag in (("success", True), ("failure", False)):
                 part = [s for s, t in zip(stats, mine, strict=True) if t.success == flag]
                 if part:
                     loops.append(summarize_loops(f"{name} ({outcome})", part).__dict__)
-    return groups, loops
+    return flows, loops
 
 
 def _flows_from_analysis(path: Path) -> list[tuple[str, FlowCounts]]:
-    nodes, links = _read_csv(path.parent / "flows_nodes.csv"), _read_csv(path.parent / "flows_links.csv")
+    nodes, links = read_csv(path.parent / "flows_nodes.csv"), read_csv(path.parent / "flows_links.csv")
     groups: dict[str, FlowCounts] = {}
     for r in nodes:
         f = groups.setdefault(r["group"], FlowCounts(steps=0))
@@ -273,7 +226,7 @@ def _flows_from_analysis(path: Path) -> list[tuple[str, FlowCounts]]:
 
 def _skipped(data: Mapping[str, Any], path: Path) -> str | None:
     if data.get("skipped"):
-        return _meta_line(data, path) + f"<p class='skipped'>Skipped: {_esc(data['skipped'])}</p>"
+        return _meta_line(data, path) + f"<p class='skipped'>Skipped: {esc(data['skipped'])}</p>"
     return None
 
 
@@ -290,16 +243,16 @@ def _comparison_rows(c: Mapping[str, Any]) -> list[list[str]]:
 
 
 def _steps_section(path: Path, data: Mapping[str, Any]) -> str:
-    rows = _read_csv(path.parent / "steps.csv")
-    fig = figures.fig_quality_scatter([_num(r["base_quality"]) for r in rows], [_num(r["rl_quality"]) for r in rows],
+    rows = read_csv(path.parent / "steps.csv")
+    fig = figures.fig_quality_scatter([num(r["base_quality"]) for r in rows], [num(r["rl_quality"]) for r in rows],
                                       [r["source"] for r in rows], title="x = base, y = RL quality per state")  # fmt: skip
-    table = _table(["measure", "value [95% CI]"], _comparison_rows(data.get("comparison") or {}))
-    about = f"<p>G = {_esc(data.get('actions'))} actions per policy per state; quality: {_esc(data.get('quality', ''))}.</p>"
-    return _meta_line(data, path) + about + table + _img(fig, "matched-state scatter") + _notes(data)
+    summary = table(["measure", "value [95% CI]"], _comparison_rows(data.get("comparison") or {}))
+    about = f"<p>G = {esc(data.get('actions'))} actions per policy per state; quality: {esc(data.get('quality', ''))}.</p>"
+    return _meta_line(data, path) + about + summary + img(fig, "matched-state scatter") + _notes(data)
 
 
 def _errors_section(path: Path, data: Mapping[str, Any]) -> str:
-    rows = _read_csv(path.parent / "errors.csv")
+    rows = read_csv(path.parent / "errors.csv")
     scored = [r for r in rows if r["base_quality"] != "" and r["rl_quality"] != ""]
 
     def tri(d: Mapping[str, Any] | None) -> tuple[float, float, float] | None:
@@ -307,14 +260,14 @@ def _errors_section(path: Path, data: Mapping[str, Any]) -> str:
 
     cont, corr = data.get("continuation"), data.get("correction")
     fig = figures.fig_errors(
-        [_num(r["base_quality"]) for r in scored], [_num(r["rl_quality"]) for r in scored], [r["source"] for r in scored],
+        [num(r["base_quality"]) for r in scored], [num(r["rl_quality"]) for r in scored], [r["source"] for r in scored],
         {"base": tri(cont["base"]), "rl": tri(cont["rl"])} if cont else None,  # type: ignore[dict-item]
         {"base": tri(corr["base"]), "rl": tri(corr["rl"])} if corr else None,  # type: ignore[dict-item]
         title=f"{data.get('n_states', 0)} error states",
     )  # fmt: skip
     parts = [_meta_line(data, path)]
     if data.get("comparison"):
-        parts.append(_table(["action quality at error states", "value [95% CI]"], _comparison_rows(data["comparison"])))
+        parts.append(table(["action quality at error states", "value [95% CI]"], _comparison_rows(data["comparison"])))
     table_rows = []
     if cont:
         table_rows += [["continuation success, base", _est(cont["base"], pct=True)], ["continuation success, RL", _est(cont["rl"], pct=True)],
@@ -323,53 +276,53 @@ def _errors_section(path: Path, data: Mapping[str, Any]) -> str:
         table_rows += [["error correction, base", _est(corr["base"], pct=True)], ["error correction, RL", _est(corr["rl"], pct=True)],
                        ["error correction, RL − base", _est(corr["difference"], pct=True)]]  # fmt: skip
     if table_rows:
-        parts.append(_table(["recovery", "value [95% CI]"], table_rows))
-    parts.append(_img(fig, "error states"))
+        parts.append(table(["recovery", "value [95% CI]"], table_rows))
+    parts.append(img(fig, "error states"))
     return "".join(parts) + _notes(data)
 
 
 def _depth_section(path: Path, data: Mapping[str, Any]) -> str:
-    rows = _read_csv(path.parent / "depth.csv")
-    fig = figures.fig_depth([_num(r["center"]) for r in rows], [_num(r["rl_minus_base"]) for r in rows],
-                            [_num(r["ci_low"]) for r in rows], [_num(r["ci_high"]) for r in rows],
+    rows = read_csv(path.parent / "depth.csv")
+    fig = figures.fig_depth([num(r["center"]) for r in rows], [num(r["rl_minus_base"]) for r in rows],
+                            [num(r["ci_low"]) for r in rows], [num(r["ci_high"]) for r in rows],
                             [int(r["n_states"]) for r in rows], title="RL − base quality by t/T")  # fmt: skip
-    table = _table(["t/T", "states", "RL − base", "95% CI"], [
-        [f"{_num(r['low']):.2f}–{_num(r['high']):.2f}", r["n_states"],
-         f"{_num(r['rl_minus_base']):.4f}" if r["rl_minus_base"] else "n/a",
-         f"[{_num(r['ci_low']):.4f}, {_num(r['ci_high']):.4f}]" if r["ci_low"] else "n/a"] for r in rows])  # fmt: skip
-    return _meta_line(data, path) + table + _img(fig, "depth curve") + _notes(data)
+    summary = table(["t/T", "states", "RL − base", "95% CI"], [
+        [f"{num(r['low']):.2f}–{num(r['high']):.2f}", r["n_states"],
+         f"{num(r['rl_minus_base']):.4f}" if r["rl_minus_base"] else "n/a",
+         f"[{num(r['ci_low']):.4f}, {num(r['ci_high']):.4f}]" if r["ci_low"] else "n/a"] for r in rows])  # fmt: skip
+    return _meta_line(data, path) + summary + img(fig, "depth curve") + _notes(data)
 
 
 def _likelihood_section(path: Path, data: Mapping[str, Any]) -> str:
     d = path.parent
-    turns, trajs, pairs = _read_csv(d / "likelihood_turns.csv"), _read_csv(d / "likelihood_trajectories.csv"), _read_csv(d / "likelihood_pairs.csv")
-    nll = {side: [_num(t["action_nll"]) for t in turns if t["side"] == side] for side in ("base", "rl")}
+    turns, trajs, pairs = read_csv(d / "likelihood_turns.csv"), read_csv(d / "likelihood_trajectories.csv"), read_csv(d / "likelihood_pairs.csv")
+    nll = {side: [num(t["action_nll"]) for t in turns if t["side"] == side] for side in ("base", "rl")}
     curves = {side: [[float(v) for v in t["cumulative_llr"].split(";") if v] for t in trajs if t["side"] == side and t["success"] == "1"]
               for side in ("base", "rl")}  # fmt: skip
     paired = data.get("paired_difference")
-    fig = figures.fig_likelihood(nll, curves, [_num(p["difference"]) for p in pairs],
+    fig = figures.fig_likelihood(nll, curves, [num(p["difference"]) for p in pairs],
                                  (paired["value"], paired["low"], paired["high"]) if paired else None, title="likelihood")  # fmt: skip
     a, f = data.get("action_nll") or {}, data.get("final_llr") or {}
-    table = _table(["measure", "base-generated", "RL-generated"], [
+    summary = table(["measure", "base-generated", "RL-generated"], [
         ["ActionNLL under base (nats/token)", _est(a.get("base")), _est(a.get("rl"))],
         ["total LLR log π_RL − log π_base (nats)", _est(f.get("base"), digits=2), _est(f.get("rl"), digits=2)],
         ["length-matched pairs / mean difference", str(data.get("pairs", 0)), _est(paired, digits=2)],
     ])  # fmt: skip
-    return _meta_line(data, path) + table + _img(fig, "likelihood") + _notes(data)
+    return _meta_line(data, path) + summary + img(fig, "likelihood") + _notes(data)
 
 
 def _judge_section(path: Path, data: Mapping[str, Any]) -> str:
-    rows = _read_csv(path.parent / "judge.csv")
+    rows = read_csv(path.parent / "judge.csv")
     ok = [r for r in rows if r["judge"] != ""]
-    fig = figures.fig_judge([_num(r["oracle"]) for r in ok], [_num(r["judge"]) for r in ok], title="judge vs oracle")
+    fig = figures.fig_judge([num(r["oracle"]) for r in ok], [num(r["judge"]) for r in ok], title="judge vs oracle")
     spearman = data.get("spearman_all")
-    table = _table(["measure", "value"], [
+    summary = table(["measure", "value"], [
         ["judged actions / states", f"{data.get('actions')} / {data.get('states')}"],
         ["judge failures", str(data.get("failures"))],
         ["Spearman (all pairs) [95% CI]", _est(data.get("spearman_ci")) if data.get("spearman_ci") else ("n/a" if spearman is None else f"{spearman:.3f}")],
         ["mean within-state Spearman", "n/a" if data.get("spearman_within") is None else f"{data['spearman_within']:.3f}"],
     ])  # fmt: skip
-    return _meta_line(data, path) + table + _img(fig, "judge vs oracle") + _notes(data)
+    return _meta_line(data, path) + summary + img(fig, "judge vs oracle") + _notes(data)
 
 
 _ANALYSIS_RENDERERS: dict[str, Callable[[Path, Mapping[str, Any]], str]] = {
@@ -385,17 +338,17 @@ def _dynamics_section(paths: Sequence[Path]) -> str:
     parts = []
     for path in paths:
         if path.suffix == ".csv":
-            rows: list[Mapping[str, Any]] = list(_read_csv(path))
+            rows: list[Mapping[str, Any]] = list(read_csv(path))
         else:
             rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         rows = [r for r in rows if isinstance(r, Mapping) and "step" in r]
         if not rows:
             continue
-        keys = [k for k in rows[0] if k != "step" and not math.isnan(_num(str(rows[0].get(k))))]
+        keys = [k for k in rows[0] if k != "step" and not math.isnan(num(str(rows[0].get(k))))]
         preferred = [k for k in keys if "multi" in k.lower() or "single" in k.lower()]
         chosen = (preferred or keys)[:6]
         fig = figures.fig_dynamics({path.parent.name: rows}, [(k, k) for k in chosen], title=str(path.parent.name))
-        parts.append(f"<h3>{_esc(path.parent.name)}</h3>" + _img(fig, f"training dynamics {path.parent.name}"))
+        parts.append(f"<h3>{esc(path.parent.name)}</h3>" + img(fig, f"training dynamics {path.parent.name}"))
     return "".join(parts)
 
 
@@ -408,6 +361,8 @@ table{border-collapse:collapse;margin:8px 0 16px;font-size:0.9em}td,th{border:1p
 th{background:#f3f3f3}img{max-width:100%;height:auto;display:block;margin:8px 0}nav ol{columns:2}
 .meta{color:#555;font-size:0.9em}.skipped{color:#a33}.notes{color:#555;font-size:0.85em}.svgwrap{overflow-x:auto}
 code{background:#f5f5f5;padding:0 3px}
+#findings{background:#f6f8fb;border-left:4px solid #4e79a7;padding:2px 16px 8px}#findings h2{margin-top:0.6em}
+.findings li{margin:4px 0}.evalgroup{margin-bottom:1.5em}.differences strong{color:#114}
 """
 
 _SELF_CHECK = """
@@ -444,7 +399,8 @@ class HtmlReport:
 
     Attributes:
         path: the HTML file.
-        sections: ids of the sections it contains, in order (see :data:`SECTION_TITLES`).
+        sections: ids of the sections it contains, in order: ``findings`` first when given, then
+            those of :data:`SECTION_TITLES` the inputs gave.
         missing: ids of the sections left out for lack of inputs.
     """
 
@@ -453,15 +409,36 @@ class HtmlReport:
     missing: tuple[str, ...]
 
 
-def write_html_report(paths: Sequence[str | Path], out: str | Path, *, title: str = "arlkit report") -> HtmlReport:
-    """Find runs and analyses under ``paths`` and write the report to ``out``."""
+def write_html_report(
+    paths: Sequence[str | Path],
+    out: str | Path,
+    *,
+    title: str = "arlkit report",
+    findings: Sequence[str] = (),
+    names: Mapping[str, str] | None = None,
+) -> HtmlReport:
+    """Find runs and analyses under ``paths`` and write the report to ``out``.
+
+    Args:
+        paths: directories searched for inputs (:func:`find_sources`); their order is the order of
+            the runs, and of the policies where ``names`` does not set it.
+        out: the HTML file.
+        title: the page's title.
+        findings: lines shown first, in a "Findings" section (markdown list markers, ``**bold**``
+            and `` `code` `` are understood), e.g. the conclusions of a summary.
+        names: display names of policies, keyed by policy spec (``"noisy-oracle:0.2"``) or by a run
+            folder (a path, relative ones from the current directory or from one of ``paths``, or
+            the name of a folder below one of ``paths``: ``{"base": "Base"}`` names the policy of
+            every run under ``.../base/``); policies are drawn in the order of these names.
+    """
     sources = find_sources(paths)
     if not (sources.evals or sources.analyses or sources.dynamics):
         raise FileNotFoundError(
             "no evaluation run (passkt.csv + trajectories.jsonl), analysis output (<kind>.json) or training metrics found in "
             + ", ".join(map(str, paths))
         )
-    content: dict[str, str] = _eval_sections(sources.evals)
+    groups = group_eval_runs([EvalRun.load(run) for run in sources.evals], names=names, roots=[Path(p) for p in paths])
+    content: dict[str, str] = eval_sections(groups)
     for kind, render in _ANALYSIS_RENDERERS.items():
         blocks = []
         for path in sources.analyses.get(kind, []):
@@ -473,7 +450,7 @@ def write_html_report(paths: Sequence[str | Path], out: str | Path, *, title: st
         text = _dynamics_section(sources.dynamics)
         if text:
             content["dynamics"] = text
-    flow_groups, loops = _flows_from_evals(sources.evals)
+    flow_groups, loops = _flows_from_evals(groups)
     covered = {p.resolve() for p in sources.evals}
     for path in sources.analyses.get("flows", []):
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -483,19 +460,24 @@ def write_html_report(paths: Sequence[str | Path], out: str | Path, *, title: st
             flow_groups += _flows_from_analysis(path)
             loops += list(data.get("loops") or [])
     content.update(_flow_sections(flow_groups, loops))
-    order = [key for key in SECTION_TITLES if key in content]
     missing = [key for key in SECTION_TITLES if key not in content]
-    nav = "".join(f'<li><a href="#{key}">{_esc(SECTION_TITLES[key])}</a></li>' for key in order)
-    body = "".join(f'<section id="{key}"><h2>{_esc(SECTION_TITLES[key])}</h2>{content[key]}</section>' for key in order)
-    listed = "".join(f"<li>{_esc(path)}</li>" for path in [*sources.evals, *(p.parent for ps in sources.analyses.values() for p in ps), *sources.dynamics])
+    if findings:
+        items = "".join(f"<li>{inline_markdown(line)}</li>" for line in findings if line.strip())
+        content["findings"] = f"<ul class='findings'>{items}</ul>"
+    order = [key for key in ("findings", *SECTION_TITLES) if key in content]
+    nav = "".join(f'<li><a href="#{key}">{esc(section_title(key))}</a></li>' for key in order)
+    rendered = {key: f'<section id="{key}"><h2>{esc(section_title(key))}</h2>{content[key]}</section>' for key in order}
+    lead = rendered.pop("findings", "")  # before everything else
+    body = "".join(rendered.values())
+    listed = "".join(f"<li>{esc(path)}</li>" for path in [*sources.evals, *(p.parent for ps in sources.analyses.values() for p in ps), *sources.dynamics])
     absent = ""
     if missing:
         absent = "<section id='not-included'><h2>Not included</h2><ul>" + "".join(
-            f"<li>{_esc(SECTION_TITLES[k])}: {_esc(_HINTS[k])}</li>" for k in missing) + "</ul></section>"  # fmt: skip
+            f"<li>{esc(SECTION_TITLES[k])}: {esc(_HINTS[k])}</li>" for k in missing) + "</ul></section>"  # fmt: skip
     page = (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{_esc(title)}</title>"
-        f"<style>{_CSS}</style>{_SELF_CHECK}</head><body><h1>{_esc(title)}</h1>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{esc(title)}</title>"
+        f"<style>{_CSS}</style>{_SELF_CHECK}</head><body><h1>{esc(title)}</h1>{lead}"
         f"<details><summary>Sources</summary><ul>{listed}</ul></details>"
         f"<nav><h2>Contents</h2><ol>{nav}</ol></nav>{body}{absent}"
         "<footer><p class='meta'>Written by arlkit report. Intervals are 95% percentile-bootstrap intervals over tasks.</p></footer>"
