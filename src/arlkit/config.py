@@ -294,13 +294,14 @@ place (``history: moved to prompt.history``)."""
 def flat_plain(config: Any) -> dict[str, Any]:
     """:func:`config_to_plain` with the ``env`` and ``prompt`` sections spliced back, in place, as the
     flat keys they replaced (``env``, ``env_args``; ``budget_mode``, ``history``, ``counters``): the form
-    run identities (``run.json``) were recorded in before the nesting, so those runs still resume."""
+    run identities (``run.json``) were recorded in before the nesting, so those runs still resume. The
+    prompt ``profile`` appears only where it is not the default ``rt`` (runs from before it existed)."""
     out: dict[str, Any] = {}
     for key, value in config_to_plain(config).items():
         if key == "env" and isinstance(value, dict):
             out["env"], out["env_args"] = value["name"], value["args"]
         elif key == "prompt" and isinstance(value, dict):
-            out.update(value)
+            out.update({k: v for k, v in value.items() if not (k == "profile" and v == "rt")})
         else:
             out[key] = value
     return out

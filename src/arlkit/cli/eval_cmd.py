@@ -38,6 +38,8 @@ EVAL_FLAGS: tuple[Flag, ...] = (
     Flag("--history", "prompt.history", "show the first observation and only the last N (action, observation) "
          "pairs; 0: the current observation only; null: the full chat (default)", metavar="N"),
     Flag("--counters", "prompt.counters", "where announced budgets show the turn counters"),
+    Flag("--prompt-profile", "prompt.profile", "rt: RT Table 2's system prompt; compact: a one-line budget "
+         "statement before each observation, no system prompt (the embedded tiny model's)"),
     Flag("--bootstrap", "bootstrap", "bootstrap resamples for CIs"),
     Flag("--max-active", "max_active", "trajectories in flight at once"),
     Flag("--allow-errors", "allow_errors", "compute Pass@(K,T) even while trajectories ended by policy errors "
@@ -51,7 +53,7 @@ EVAL_FLAGS: tuple[Flag, ...] = (
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="evaluate policies with Pass@(K,T)", description=__doc__)
     p.add_argument("--config", metavar="FILE.yaml", help="YAML serialisation of arlkit.recipes.eval.EvalConfig "
-                   "(env: {name, args}, policies, budgets, prompt: {budget_mode, history, counters}, ...); "
+                   "(env: {name, args}, policies, budgets, prompt: {budget_mode, history, counters, profile}, ...); "
                    "flags override its keys")
     p.add_argument("--out", required=True, help="run directory (re-run the same command to resume)")
     add_flags(p, EvalConfig, EVAL_FLAGS)

@@ -32,7 +32,7 @@ from arlkit.policies import BackendOptions, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
 from arlkit.rundir import atomic_path, claim_run_dir
 from arlkit.rollout.engine import make_jobs, run_rollouts
-from arlkit.rollout.prompts import PROMPT_VERSION, PromptConfig
+from arlkit.rollout.prompts import PromptConfig, prompt_version
 from arlkit.rollout.records import CONTEXT_LENGTH_EXCEEDED, JsonlWriter, Trajectory, read_trajectories
 
 __all__ = ["EvalConfig", "EvalResult", "run_eval"]
@@ -160,7 +160,7 @@ def _run_identity(config: EvalConfig) -> dict[str, Any]:
     if backend["context_length"] is not None:  # timeouts and retries do not change results
         data["context_length"] = backend["context_length"]
     data["env_args"] = config_to_dict(env_config(config.env.name, config.env.args))
-    data["prompt_version"] = PROMPT_VERSION
+    data["prompt_version"] = prompt_version(config.prompt)
     return json.loads(json.dumps(data, sort_keys=True))  # the form it takes in run.json
 
 

@@ -49,7 +49,7 @@ from arlkit.algos import (
 )
 from arlkit.config import config_to_plain, flat_plain
 from arlkit.envs import make
-from arlkit.rollout import PROMPT_VERSION, Trajectory, derive_seed, make_jobs, run_rollouts
+from arlkit.rollout import prompt_version, Trajectory, derive_seed, make_jobs, run_rollouts
 from arlkit.train.batch import RowBatch, build_batch, pad_rows, score_trajectory
 from arlkit.train.budgetmix import sample_group_budgets
 from arlkit.rundir import atomic_write_text, check_run_dir, claim_run_dir
@@ -103,7 +103,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     resolved = check_train_config(config)
     algo = resolved.algo
     identity = {"config": flat_plain(config), "t_max": resolved.t_max, "budgets": list(resolved.budgets),
-                "algo": config_to_plain(algo), "prompt_version": PROMPT_VERSION}
+                "algo": config_to_plain(algo), "prompt_version": prompt_version(config.prompt)}
     check_run_dir(out, identity, resume=resume, force=force, volatile=RUNTIME_KEYS, allowed=("base_model",))
     torch.manual_seed(config.seed)
 

@@ -5,7 +5,8 @@
    announced budgets); the trajectories keep the prompts the expert was shown. With ``relabel``
    (default) every step's target is the oracle's optimal action for the remaining budget the prompt
    announced (states from the noisy expert, rebuilt by replaying its actions; labels from the oracle);
-   otherwise the expert's own reply is cloned. ``keep: success`` keeps only successful trajectories (ARLArena's
+   otherwise the expert's own reply is cloned. ``label_horizon: t_max`` labels with the oracle planning for
+   the full budget at every step instead (a budget-unaware expert). ``keep: success`` keeps only successful trajectories (ARLArena's
    self-bootstrapped variant with a model as the expert).
 2. **Fine-tuning** on the reply tokens only: each row is the exact prompt plus the target reply; prompt
    and observation tokens are context, the loss is the mean negative log-likelihood of reply tokens.
@@ -34,7 +35,7 @@ from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
 from arlkit.envs import Oracle, Task, make
 from arlkit.policies import Message, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon
-from arlkit.rollout import PROMPT_VERSION, derive_seed, make_jobs, run_rollouts
+from arlkit.rollout import prompt_version, derive_seed, make_jobs, run_rollouts
 from arlkit.rollout.records import Trajectory, TurnRecord
 from arlkit.rundir import atomic_write_text, claim_run_dir
 from arlkit.train.batch import ChatTokens, trajectory_row
@@ -72,7 +73,7 @@ def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Seque
                    ) -> tuple[list[list[str]], list[list[set[str]]]]:
     """Per trajectory and turn, the oracle's reply and optimal actions in the state the turn started
     from, rebuilt by replaying the recorded actions (:func:`~arlkit.analysis.states.replay`), for the
-    remaining budget the prompt announced (the oracle's horizon); the reply's action is drawn among
+    remaining budget the prompt announced (the oracle's horizon; T_max with ``label_horizon: t_max``); the reply's action is drawn among
     the optimal ones by a generator seeded with (policy seed, turn)."""
     env = make(config.env.name, **config.env.args)
     assert isinstance(env, Oracle)  # checked before the rollouts
@@ -84,7 +85,8 @@ def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Seque
             turn = trajectory.turns[t]
             shown = turn.prompt.messages if turn.prompt is not None else ()
             request = Request(shown, trajectory.policy_seed, t, env, turn.remaining)
-            best = list(env.optimal_actions(oracle_horizon(request)))
+            horizon = oracle_horizon(request) if config.label_horizon == "announced" else int(env.t_max)
+            best = list(env.optimal_actions(horizon))
             best_sets.append({a.lower() for a in best})
             rng = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 7])
             labels.append(format_reply(config.think, best[int(rng.integers(len(best)))]))
@@ -204,7 +206,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     are checked (:func:`~arlkit.train.checks.check_sft_config`) before anything is written to ``out``."""
     out = Path(out)
     check_sft_config(config)
-    identity = {"config": config_to_plain(config), "prompt_version": PROMPT_VERSION}
+    identity = {"config": config_to_plain(config), "prompt_version": prompt_version(config.prompt)}
     claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every",), allowed=("base_model",))
     if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():
         return _finished(out)  # the same command again: the run is done

@@ -5,6 +5,7 @@ from arlkit.envs.parsing import parse_tagged_action, quote, valid_utf8
 from arlkit.rollout.prompts import (
     BUDGET_MODES,
     PROMPT_VERSION,
+    prompt_version,
     PromptConfig,
     build_messages,
     system_prompt,
@@ -16,6 +17,7 @@ from arlkit.rollout.seeds import derive_seed
 __all__ = [
     "BUDGET_MODES",
     "PROMPT_VERSION",
+    "prompt_version",
     "Job",
     "JsonlWriter",
     "Prompt",

@@ -1,7 +1,7 @@
 """The embedded tiny model's tokenizer corpus, and the builder that uses it.
 
 Scripted policies (random and a noisy oracle) play arlkit's environments through the rollout
-engine and budget-aware prompts, in both budget modes; every conversation a policy was shown, and
+engine and budget-aware prompts, in both budget modes and both prompt profiles; every conversation a policy was shown, and
 every reply, rendered in ChatML (:func:`arlkit.policies.tiny.render_chatml`), is the corpus, so the
 tokenizer learns exactly the text it will see. :func:`init_tiny_model` builds the model
 (:func:`arlkit.policies.tiny.build_tiny_model`) on it; the corpus depends only on the seed and
@@ -35,6 +35,9 @@ _CORPUS_PLAN: tuple[tuple[str, dict[str, object], int, int, tuple[int, ...]], ..
     ("sokoban", {}, 4, 2, (8,)),
 )
 
+# The prompts shown: both budget modes of the RT profile, and the compact profile's announced budgets.
+_CORPUS_PROMPTS = (PromptConfig("announced"), PromptConfig("hidden"), PromptConfig("announced", profile="compact"))
+
 
 def _conversations(trajectories: Sequence[Trajectory]) -> list[list[Message]]:
     """Every prompt the policy was shown, followed by its reply, in the order the engine asked:
@@ -63,7 +66,7 @@ def corpus_texts(seed: int = 0) -> list[str]:
         if env_name not in known:
             continue
         tasks = make(env_name, **overrides).tasks("train", n_tasks)
-        for mode in ("announced", "hidden"):
+        for prompt in _CORPUS_PROMPTS:
             for policy in (RandomPolicy(), NoisyOraclePolicy(0.3, "noisy-oracle:0.3")):
                 for budget in budgets:
                     jobs = make_jobs(tasks, samples, budget, seed + 1000 * index)
@@ -71,7 +74,7 @@ def corpus_texts(seed: int = 0) -> list[str]:
                         lambda env_name=env_name, overrides=overrides: make(env_name, **overrides),
                         jobs,
                         policy,
-                        PromptConfig(budget_mode=mode),  # type: ignore[arg-type]
+                        prompt,
                         max_active=len(jobs),  # all at once: the corpus's order is the engine's (_conversations)
                         keep_prompts=True,
                     )

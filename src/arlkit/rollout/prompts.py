@@ -1,9 +1,11 @@
 """The budget-aware prompt (RT App. A.3 and Table 2; docs/concepts.md, "Prompts") and the chat history shown to the model.
 
-The system prompt is rebuilt before every action with the turn counters. In ``announced`` mode it
-states the total, completed and remaining turns; in ``hidden`` mode every budget statement is left
-out and nothing else changes. The wording is part of arlkit's results: keep it stable
-(``PROMPT_VERSION`` is recorded in every run).
+Two profiles. ``rt`` (the default, for real LLMs): the system prompt is rebuilt before every action
+with the turn counters; in ``announced`` mode it states the total, completed and remaining turns; in
+``hidden`` mode every budget statement is left out and nothing else changes. ``compact`` (for the
+embedded tiny model): no system prompt; each observation is preceded by one fixed-width budget line
+(``turns remaining: 05 of 08``) in announced mode, and is shown bare in hidden mode. The wording is
+part of arlkit's results: keep it stable (:func:`prompt_version` is recorded in every run).
 """
 
 from __future__ import annotations
@@ -14,12 +16,20 @@ from typing import Literal
 
 from arlkit.policies.protocol import Message
 
-__all__ = ["BUDGET_MODES", "PROMPT_VERSION", "PromptConfig", "build_messages", "system_prompt", "turn_messages"]
+__all__ = [
+    "BUDGET_MODES", "COMPACT_PROMPT_VERSION", "PROMPT_PROFILES", "PROMPT_VERSION", "PromptConfig", "budget_line", "build_messages", "prompt_version",
+    "system_prompt", "turn_messages",
+]
 
 PROMPT_VERSION = "arlkit-budget-prompt-v1"
+"""The version of the ``rt`` profile's wording."""
+COMPACT_PROMPT_VERSION = "arlkit-compact-prompt-v1"
+"""The version of the ``compact`` profile's wording."""
 BUDGET_MODES = ("announced", "hidden")
+PROMPT_PROFILES = ("rt", "compact")
 BudgetMode = Literal["announced", "hidden"]
 CounterPosition = Literal["system", "observation"]
+Profile = Literal["rt", "compact"]
 
 
 @dataclass(frozen=True)
@@ -35,20 +45,40 @@ class PromptConfig:
             Table 2): in the system prompt, rebuilt before every action. ``observation``: the system
             prompt states the total budget once and each observation ends with the counters as they
             were when it was shown, so earlier messages never change and a backend can reuse its
-            cache of the whole history.
+            cache of the whole history. (Ignored by the ``compact`` profile, whose budget line always
+            precedes each observation.)
+        profile: ``rt`` (RT Table 2's system prompt with the environment's instruction and action
+            format) or ``compact`` (no system prompt, a one-line budget statement before each
+            observation: for the embedded tiny model, whose rows then cost ~45 tokens instead of ~280).
+            Train and evaluate with the same profile.
     """
 
     budget_mode: BudgetMode = "announced"
     history: int | None = None
     counters: CounterPosition = "system"
+    profile: Profile = "rt"
 
     def __post_init__(self) -> None:
+        if self.profile not in PROMPT_PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROMPT_PROFILES)}, got {self.profile!r}")
         if self.budget_mode not in BUDGET_MODES:
             raise ValueError(f"budget_mode must be one of {', '.join(BUDGET_MODES)}, got {self.budget_mode!r}")
         if self.counters not in ("system", "observation"):
             raise ValueError(f"counters must be system or observation, got {self.counters!r}")
         if self.history is not None and self.history < 0:
             raise ValueError(f"history must be >= 0 (or None for the full chat), got {self.history}")
+
+
+def prompt_version(prompt: PromptConfig) -> str:
+    """The version string of ``prompt``'s profile (recorded in every run next to its config)."""
+    return COMPACT_PROMPT_VERSION if prompt.profile == "compact" else PROMPT_VERSION
+
+
+def budget_line(budget: int, completed: int) -> str:
+    """The ``compact`` profile's budget statement: remaining and total turns, zero-padded to a fixed
+    width (two digits, more for budgets of 100 turns or more) so every line has the same shape."""
+    width = max(2, len(str(budget)))
+    return f"turns remaining: {budget - completed:0{width}d} of {budget:0{width}d}"
 
 
 def system_prompt(
@@ -104,7 +134,7 @@ def system_prompt(
 
 
 def build_messages(
-    system: str,
+    system: str | None,
     observations: Sequence[str],
     replies: Sequence[str],
     history: int | None = None,
@@ -112,7 +142,7 @@ def build_messages(
     """The chat shown to the model before its next reply.
 
     Args:
-        system: the system prompt for this turn.
+        system: the system prompt for this turn (``None``: no system message).
         observations: observations so far, the first one included (``len(replies) + 1`` items).
         replies: the model's earlier replies, one per completed turn.
         history: ``None`` for the full chat; h >= 1 keeps the first observation and only the last
@@ -120,9 +150,10 @@ def build_messages(
     """
     if len(observations) != len(replies) + 1:
         raise ValueError("need exactly one more observation than replies")
+    head: list[Message] = [] if system is None else [{"role": "system", "content": system}]
     if history == 0:
-        return [{"role": "system", "content": system}, {"role": "user", "content": observations[-1]}]
-    messages: list[Message] = [{"role": "system", "content": system}, {"role": "user", "content": observations[0]}]
+        return [*head, {"role": "user", "content": observations[-1]}]
+    messages: list[Message] = [*head, {"role": "user", "content": observations[0]}]
     start = 0 if history is None else max(0, len(replies) - history)
     for i in range(start, len(replies)):
         messages.append({"role": "assistant", "content": replies[i]})
@@ -156,6 +187,11 @@ def turn_messages(
         prompt: budget mode, history window and counter position.
     """
     completed = len(replies)
+    if prompt.profile == "compact":
+        shown = list(observations)
+        if prompt.budget_mode == "announced":
+            shown = [f"{budget_line(budget, i)}\n{obs}" for i, obs in enumerate(observations)]
+        return build_messages(None, shown, replies, prompt.history)
     system = system_prompt(
         env_name, instruction, action_format, budget=budget, completed=completed,
         budget_mode=prompt.budget_mode, counters=prompt.counters,

@@ -237,6 +237,11 @@ class SFTConfig:
     relabel: bool = True
     """Label every step with the environment oracle's optimal action for the announced remaining budget
     (states from the noisy expert, actions from the oracle); False clones the expert's own replies."""
+    label_horizon: Literal["announced", "t_max"] = "announced"
+    """With ``relabel``, the turns the labelling oracle plans for: ``announced``, the remaining budget the
+    prompt states (a budget-aware expert); ``t_max``, the family's full budget at every step whatever the
+    prompt says (a budget-unaware expert: what cloning an agent trained without budgets gives, and the
+    starting point at which budget-aware RL such as BudgetMix has something to add; RT §5.2)."""
     keep: Literal["all", "success"] = "all"
     """Which demonstrations to keep: all, or only successful trajectories (ARLArena's self-bootstrapped
     recipe with a model as the expert)."""
