@@ -53,7 +53,8 @@ class Spy:
         return self.inner.generate(requests)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("prompt", [PromptConfig("announced", None), PromptConfig("hidden", 2)])
+@pytest.mark.parametrize("prompt", [PromptConfig("announced", None), PromptConfig("hidden", 2),
+                                    PromptConfig("announced", 0, "observation")])
 def test_points_rebuild_the_exact_prompt_the_policy_saw(prompt: PromptConfig) -> None:
     make_env = lambda: make("frozenlake", t_max=10)  # noqa: E731
     tasks = make_env().tasks("test", 3)
@@ -62,7 +63,7 @@ def test_points_rebuild_the_exact_prompt_the_policy_saw(prompt: PromptConfig) ->
     by_id = {t.task_id: t for t in tasks}
     env = make_env()
     for traj in trajs:
-        for point in replay_states(env, by_id[traj.task_id], traj, history=prompt.history):
+        for point in replay_states(env, by_id[traj.task_id], traj, history=prompt.history, counters=prompt.counters):
             live = restore_point(make_env, point)
             assert live.snapshot() == point.snapshot
             messages, remaining = spy.seen[(traj.policy_seed, point.t)]
@@ -81,3 +82,20 @@ def test_run_loading_and_refusals(fl_run: Path, sokoban_run: Path, tmp_path: Pat
     assert {t.policy for t in pair.base} == {"noisy-oracle:0.6"} and {t.policy for t in pair.rl} == {"noisy-oracle:0.2"}
     with pytest.raises(AnalysisInputError, match="no trajectories at budget"):
         paired_runs([fl_run], base_spec="noisy-oracle:0.6", rl_spec="noisy-oracle:0.2", budget=3)
+
+
+def test_runs_carry_their_counter_position(fl_run: Path, tmp_path: Path) -> None:
+    """The analyses rebuild prompts with the counters where the run put them (run.json's ``counters``);
+    runs that put them in different places are refused, like runs with different budget modes."""
+    import json
+    import shutil
+
+    moved = tmp_path / "observation"
+    shutil.copytree(fl_run, moved)
+    record = json.loads((moved / "run.json").read_text())
+    (moved / "run.json").write_text(json.dumps({**record, "counters": "observation"}))
+    assert load_run(fl_run).counters == record.get("counters", "system")
+    assert load_run(moved).counters == "observation"
+    assert paired_runs([moved], base_spec="noisy-oracle:0.6", rl_spec="noisy-oracle:0.2").counters == "observation"
+    with pytest.raises(AnalysisInputError, match="turn counters"):
+        check_compatible([load_run(fl_run), load_run(moved)])

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,12 +20,30 @@ from arlkit.train import audit_run, read_metrics
 def test_demo_quick_writes_every_file(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    t0 = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--out", str(out)], env=env,
                           capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - t0
     assert done.returncode == 0, done.stderr[-3000:]
     assert "everything is in" in done.stdout and "BudgetMix - Full" in done.stdout
     for name in ("summary.md", "table.csv", "passkt.png", "training_dynamics.png", "timing.json", "report.html"):
         assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    for name in ("steps.json", "steps.csv", "errors.json", "errors.csv"):
+        assert (out / "analysis" / name).is_file(), name
+    # without a terminal the progress bars print sparse lines (a tenth of a stage, or 30 s), not one per step
+    assert len(done.stderr.splitlines()) <= 6 * 10 + wall / 30 + 5, done.stderr
+    # one wall time, in the final message and summary.md, covering every stage
+    summary = (out / "summary.md").read_text()
+    line = re.search(r"^Wall time: (.+? min \(.+?\)):", summary, re.MULTILINE)
+    assert line is not None and f"demo finished in {line.group(1)};" in done.stdout
+    seconds = json.loads((out / "timing.json").read_text())
+    assert list(seconds) == ["model", "bc", "rl", "eval", "analysis", "report"]
+    assert line.group(1).startswith(f"{sum(seconds.values()) / 60:.1f} min")
+    assert sum(seconds.values()) <= wall and wall - sum(seconds.values()) < 20  # interpreter start and imports
+    findings = summary[summary.index("## Findings"):summary.index("## Pass@1")]
+    assert [f"{i}." for i in range(1, 5)] == [x.split()[0] for x in findings.splitlines() if x[:1].isdigit()]
+    assert all(("MET." in x) or ("MISSED." in x) for x in findings.splitlines() if x[:1].isdigit())
+    assert "Step quality at matched states (" in summary and "Continuation from " in summary
     assert (out / "bc" / "model" / "model.safetensors").is_file()
     for run in ("grpo-full", "grpo-budgetmix"):
         folder = out / run
@@ -40,7 +61,6 @@ def test_demo_quick_writes_every_file(tmp_path: Path) -> None:
     assert {r["budget"] for r in rows} == {"25%", "50%", "75%", "100%"} and {r["k"] for r in rows} >= {"1", "8"}
     for r in rows:
         assert float(r["ci_low"]) <= float(r["pass"]) <= float(r["ci_high"])
-    summary = (out / "summary.md").read_text()
     assert "Pass@1" in summary and "Pass@8" in summary and "budget headroom" in summary
     _same_table_as_before_the_redesign(out / "table.csv")
 
@@ -74,3 +94,122 @@ def test_a_demo_directory_refuses_another_plan(tmp_path: Path) -> None:
     _claim(tmp_path, demo_plan(quick=True))  # the same plan resumes
     with pytest.raises(ConfigError, match="different plan"):
         _claim(tmp_path, demo_plan(quick=False))
+
+
+# -- findings, readings and timing without running the demo ---------------------------------------------
+
+BUDGETS = {8: "25%", 16: "50%", 24: "75%", 32: "100%"}
+
+
+def _rows(cells: dict[tuple[str, int], tuple[float, float, float]]) -> list[dict]:
+    """``table.csv``-like rows at k = 1 and 8 for every budget: the given cells, 0.5 [0.4, 0.6] elsewhere."""
+    methods = ("Base", "Full", "BudgetMix", "BudgetMix - Full", "Full - Base", "BudgetMix - Base")
+    rows = []
+    for T, budget in BUDGETS.items():
+        for k in (1, 8):
+            for method in methods:
+                value, low, high = cells.get((method, T), (0.5, 0.4, 0.6)) if k == 1 else (0.5, 0.4, 0.6)
+                rows.append({"budget": budget, "T": T, "k": k, "method": method, "pass": value, "ci_low": low,
+                             "ci_high": high})
+    return rows
+
+
+BOUND = {8: 0.33, 16: 0.9, 24: 0.97, 32: 0.70}
+
+
+def test_findings_met() -> None:
+    from arlkit.recipes.demo_outputs import demo_findings
+
+    rows = _rows({
+        ("Base", 32): (0.40, 0.30, 0.50),               # >= 0.5 x 0.70 = 0.35
+        ("Full - Base", 32): (0.05, 0.01, 0.09),        # exactly +5 points, CI above 0
+        ("Full - Base", 8): (0.01, -0.03, 0.05),        # smaller at 25%
+        ("BudgetMix - Full", 8): (0.04, 0.01, 0.07),    # > 0, CI above 0
+        ("BudgetMix - Full", 32): (-0.02, -0.06, 0.02),  # exactly 2 points below Full: allowed
+    })  # fmt: skip
+    lines = demo_findings(rows, BOUND, r_single=0.85)
+    assert len(lines) == 4 and all(": MET." in line for line in lines), lines
+    assert lines[0].startswith("1. The base plays: MET.") and "40.0 [30.0, 50.0]%" in lines[0] and "0.850" in lines[0]
+    assert "+5.0 [+1.0, +9.0] points" in lines[1]
+    assert "+1.0 [-3.0, +5.0] points at T=8 (25%) vs +5.0 [+1.0, +9.0] at T=32 (100%): the advantage shrinks" in lines[2]
+    assert "the two CIs overlap" in lines[2]
+    assert "+4.0 [+1.0, +7.0] points at T=8 (25%)" in lines[3] and "-2.0 [-6.0, +2.0] at T=32 (100%)" in lines[3]
+
+
+def test_findings_missed_are_reported_plainly() -> None:
+    from arlkit.recipes.demo_outputs import demo_findings
+
+    rows = _rows({
+        ("Base", 32): (0.30, 0.20, 0.40),               # < 0.35
+        ("Full - Base", 32): (0.06, -0.01, 0.13),       # +6 points but the CI reaches below 0
+        ("Full - Base", 8): (0.07, 0.02, 0.12),         # larger at 25%, and no resolved gain at T_max
+        ("BudgetMix - Full", 8): (0.03, -0.01, 0.07),   # CI contains 0
+        ("BudgetMix - Full", 32): (-0.03, -0.07, 0.01),  # 3 points below Full
+    })  # fmt: skip
+    lines = demo_findings(rows, BOUND, r_single=None)
+    assert all(": MISSED." in line for line in lines), lines
+    assert "30.0 [20.0, 40.0]% (< 0.5 x the expected optimum 70.0% = 35.0%)" in lines[0]
+    assert "not measured" in lines[0]
+    assert "+6.0 [-1.0, +13.0] points" in lines[1]
+    assert "no resolvable advantage at T_max to shrink" in lines[2]
+    larger = _rows({("Full - Base", 32): (0.06, 0.01, 0.11), ("Full - Base", 8): (0.07, 0.02, 0.12)})
+    assert "MISSED." in demo_findings(larger, BOUND, r_single=0.9)[2]
+    assert "the advantage does not shrink" in demo_findings(larger, BOUND, r_single=0.9)[2]
+    assert "CI above 0: no" in lines[3] and "needs >= -2.0: no" in lines[3]
+    # one part missed is enough: a finding is met only when all of its conditions are
+    assert ": MISSED." in demo_findings(rows, BOUND, r_single=0.9)[0]
+    no_gain = _rows({("Full - Base", 32): (-0.01, -0.05, 0.03), ("Full - Base", 8): (-0.04, -0.08, 0.0)})
+    assert "no resolvable advantage at T_max to shrink" in demo_findings(no_gain, BOUND, r_single=0.9)[2]
+    unresolved = _rows({("Full - Base", 32): (0.047, -0.094, 0.187), ("Full - Base", 8): (0.0, 0.0, 0.0)})
+    assert ": MISSED." in demo_findings(unresolved, BOUND, r_single=0.9)[2]  # smaller, but from an unresolved gain
+
+
+def test_analysis_readings(tmp_path: Path) -> None:
+    import json
+
+    from arlkit.recipes.demo_outputs import analysis_readings
+
+    def est(v: float, lo: float, hi: float) -> dict:
+        return {"value": v, "low": lo, "high": hi}
+
+    missing = analysis_readings(tmp_path)
+    assert len(missing) == 2 and all("not available" in line for line in missing)
+    (tmp_path / "steps.json").write_text(json.dumps({"arlkit_analysis": "steps", "actions": 8, "comparison": {
+        "n_states": 120, "n_tasks": 40, "share_rl_better": est(0.5, 0.4, 0.6), "share_base_better": est(0.3, 0.2, 0.4),
+        "share_tie": 0.2, "base_mean": est(0.4, 0.35, 0.45), "rl_mean": est(0.5, 0.45, 0.55),
+        "difference": est(0.1, 0.05, 0.15)}}))
+    (tmp_path / "errors.json").write_text(json.dumps({"arlkit_analysis": "errors", "continuation": {
+        "n_states": 60, "samples": 4, "base": est(0.2, 0.1, 0.3), "rl": est(0.25, 0.15, 0.35),
+        "difference": est(0.05, -0.02, 0.12)}}))
+    steps, errors = analysis_readings(tmp_path)
+    assert "Q* 0.500 [0.450, 0.550] vs Base's 0.400 [0.350, 0.450]" in steps and "Full steps better (CI above 0)" in steps
+    assert "better at 50% of the states, Base at 30%" in steps
+    assert "Full succeeds 25.0 [15.0, 35.0]% vs Base's 20.0 [10.0, 30.0]%" in errors
+    assert "5.0 [-2.0, 12.0] points: no resolvable difference" in errors
+
+
+def test_summary_and_final_message_give_the_same_wall_time(tmp_path: Path) -> None:
+    """The stages are timed back to back (they add up to the whole run), and summary.md's wall-time line
+    is the final message's, report stage included."""
+    import time
+
+    from arlkit.recipes.demo import _Stages, demo_plan, final_message
+    from arlkit.recipes.demo_outputs import DemoTables, wall_time, write_summary
+
+    t0 = time.monotonic()
+    stages = _Stages()
+    for stage in ("model", "bc", "rl", "eval", "analysis", "report"):
+        time.sleep(0.01)
+        stages.done(stage)
+    assert sum(stages.seconds.values()) == pytest.approx(time.monotonic() - t0, abs=0.01)
+    seconds = {"model": 6.2, "bc": 19.4, "rl": 27.0, "eval": 40.1, "analysis": 9.6, "report": 8.3}
+    tables = DemoTables(_rows({}), list(BUDGETS), [1, 8], {T: 0.0 for T in BUDGETS}, BOUND, {}, 32)
+    runs = {"Full": tmp_path / "grpo-full", "BudgetMix": tmp_path / "grpo-budgetmix"}
+    write_summary(tmp_path, demo_plan(quick=True), tables, ["1. finding"], ["- reading"], seconds, runs)
+    summary = (tmp_path / "summary.md").read_text()
+    line = wall_time(seconds)
+    assert line == "1.8 min (model 6s, bc 19s, rl 27s, eval 40s, analysis 10s, report 8s)"
+    assert f"Wall time: {line}:" in summary
+    assert final_message(tmp_path, seconds, ["1. finding"]).startswith(f"demo finished in {line};")
+    assert "expected optimum (mean exact success probability; sampled Pass@k can exceed it)" in summary
+    assert summary.index("## Findings") < summary.index("## Pass@1") and "- reading" in summary

@@ -50,6 +50,7 @@ class RunData:
         n_tasks: how many tasks of ``split`` the run used (``None`` when unknown).
         trajectories: every trajectory of the run.
         config: the raw ``run.json`` (empty when absent).
+        counters: where announced prompts put the turn counters (``system`` or ``observation``).
     """
 
     path: Path
@@ -61,6 +62,7 @@ class RunData:
     n_tasks: int | None
     trajectories: list[Trajectory]
     config: dict[str, Any] = field(default_factory=dict)
+    counters: str = "system"
 
     @property
     def name(self) -> str:
@@ -119,6 +121,7 @@ def load_run(path: str | Path) -> RunData:
         n_tasks=config.get("tasks") if isinstance(config.get("tasks"), int) else None,
         trajectories=trajectories,
         config=config,
+        counters=str(config.get("counters") or "system"),
     )
 
 
@@ -141,6 +144,11 @@ def check_compatible(runs: Sequence[RunData], *, same_budgets: bool = True) -> N
         if run.budget_mode != first.budget_mode:
             raise AnalysisInputError(
                 f"runs mix budget modes: {first.path} is {first.budget_mode}, {run.path} is {run.budget_mode}"
+            )
+        if run.counters != first.counters:
+            raise AnalysisInputError(
+                f"runs put the turn counters in different places: {first.path} in the {first.counters} prompt, "
+                f"{run.path} in the {run.counters} prompt"
             )
         if same_budgets and run.budgets() != first.budgets():
             raise AnalysisInputError(
@@ -225,6 +233,7 @@ class PairedRuns:
         base_label: the base policy's label in its run.
         rl_label: the RL policy's label in its run.
         sources: the run directories.
+        counters: where both runs' announced prompts put the turn counters.
     """
 
     env: str
@@ -237,6 +246,7 @@ class PairedRuns:
     base_label: str
     rl_label: str
     sources: list[str]
+    counters: str = "system"
 
     def make_env(self) -> Env:
         """A fresh environment with the runs' config."""
@@ -294,4 +304,5 @@ def paired_runs(
         base_label=base[0].policy,
         rl_label=rl[0].policy,
         sources=[str(r.path) for r in runs],
+        counters=base_run.counters,
     )

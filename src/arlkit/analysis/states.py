@@ -62,6 +62,7 @@ class StatePoint:
         snapshot: ``env.snapshot()`` in this state.
         state_key: ``str(env.state_key())`` in this state.
         policy_seed: the source trajectory's policy seed.
+        counters: where the announced prompt puts the turn counters (``system`` or ``observation``).
     """
 
     task: Task
@@ -76,6 +77,7 @@ class StatePoint:
     snapshot: Any
     state_key: str
     policy_seed: int = 0
+    counters: str = "system"
 
     @property
     def remaining(self) -> int:
@@ -113,7 +115,8 @@ def replay(env: Env, task: Task, trajectory: Trajectory, *, check: bool = True) 
 
 
 def replay_states(
-    env: Env, task: Task, trajectory: Trajectory, *, history: int | None = None, check: bool = True
+    env: Env, task: Task, trajectory: Trajectory, *, history: int | None = None, check: bool = True,
+    counters: str = "system",
 ) -> list[StatePoint]:
     """The pre-action state of every turn of ``trajectory`` (``len(turns)`` points, ``t = 0..``),
     replayed by :func:`replay` (which raises :class:`ReplayError` on a state that differs from the
@@ -134,6 +137,7 @@ def replay_states(
                 snapshot=env.snapshot(),
                 state_key=str(env.state_key()),
                 policy_seed=trajectory.policy_seed,
+                counters=counters,
             )
         )
     return points
@@ -159,7 +163,7 @@ def point_messages(point: StatePoint, env: Env) -> list[Message]:
         budget=point.budget,
         observations=point.observations,
         replies=point.replies,
-        prompt=PromptConfig(point.budget_mode, point.history),  # type: ignore[arg-type]
+        prompt=PromptConfig(point.budget_mode, point.history, point.counters),  # type: ignore[arg-type]
     )
 
 
@@ -185,6 +189,7 @@ def extend_point(point: StatePoint, env: Env, reply: str, observation: str) -> S
         snapshot=env.snapshot(),  # type: ignore[attr-defined]
         state_key=str(env.state_key()),  # type: ignore[attr-defined]
         policy_seed=point.policy_seed,
+        counters=point.counters,
     )
 
 
@@ -213,6 +218,7 @@ def points_at(
     *,
     history: int | None = None,
     check: bool = True,
+    counters: str = "system",
 ) -> list[StatePoint]:
     """The state points ``picks`` (``(trajectory index, t)``), replaying each trajectory once."""
     replayed: dict[int, list[StatePoint]] = {}
@@ -221,7 +227,7 @@ def points_at(
     for i, t in picks:
         if i not in replayed:
             traj = trajectories[i]
-            replayed[i] = replay_states(env, tasks[traj.task_id], traj, history=history, check=check)
+            replayed[i] = replay_states(env, tasks[traj.task_id], traj, history=history, check=check, counters=counters)
         out.append(replayed[i][t])
     return out
 
@@ -234,6 +240,7 @@ def equal_pool(
     rng: Any,
     *,
     min_remaining: int = 1,
+    counters: str = "system",
 ) -> tuple[list[list[StatePoint]], list[str]]:
     """A state pool with equal numbers of states from each group's trajectories (docs/metrics.md#matched-states: this
     avoids favouring the states one policy tends to visit).
@@ -245,6 +252,7 @@ def equal_pool(
             note says so).
         rng: a ``numpy.random.Generator``.
         min_remaining: only states with at least this many turns left.
+        counters: where the runs' announced prompts put the turn counters.
 
     Returns:
         The points of each group, and notes for the summary.
@@ -265,5 +273,5 @@ def equal_pool(
     pools = []
     for (_, trajs, history), cands in zip(groups, candidates, strict=True):
         picks = sample_points(cands, per, rng)
-        pools.append(points_at(make_env, tasks, trajs, picks, history=history))
+        pools.append(points_at(make_env, tasks, trajs, picks, history=history, counters=counters))
     return pools, notes

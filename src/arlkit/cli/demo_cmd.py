@@ -35,12 +35,10 @@ def _handle(args: argparse.Namespace) -> int:
         from arlkit.recipes.demo import run_demo  # torch: only when the command runs
 
         try:
-            result = run_demo(Path(args.out), quick=args.quick)
+            run_demo(Path(args.out), quick=args.quick)  # its last message: the findings and where everything is
         except RuntimeError as exc:  # a worker failed: its message names the job and its log
             print(f"arlkit demo: error: {exc}", file=sys.stderr)
             return 1
-        print((result.out / "summary.md").read_text(encoding="utf-8"))
-        print(f"demo results in {result.out}/")
         return 0
     from arlkit.recipes.demo_scripted import run_scripted_demo
 

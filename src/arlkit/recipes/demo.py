@@ -7,17 +7,23 @@
 4. Evaluate Base (the cloned model), Full and BudgetMix on held-out maps at 25/50/75/100% of T_max with
    announced budgets: Pass@k with 95% bootstrap CIs over tasks, and the paired BudgetMix - Full
    difference with its CI (RT Table 1's comparison).
-5. Write ``summary.md``, ``table.csv``, ``passkt.png`` (Pass@T and Pass@K), ``training_dynamics.png``
-   (R_multi, R_single and training reward over steps), ``report.html`` and one folder per stage.
+5. Below trajectory success, Base vs Full on their T_max evaluations: step quality at matched states
+   and continuation from injected error states (:mod:`arlkit.recipes.analyze`), into ``analysis/``.
+6. Write ``table.csv``, ``passkt.png`` (Pass@T and Pass@K), ``training_dynamics.png`` (R_multi, R_single
+   and training reward over steps), ``report.html`` and ``summary.md`` (the four findings, MET or MISSED,
+   first) (:mod:`arlkit.recipes.demo_outputs`), next to one folder per stage.
+
+Each stage shows one progress bar with its ETA (BC steps, both RL runs' steps, evaluation trajectories,
+analyses, report parts); ``summary.md``'s wall-time line and the final message are the same line and
+cover every stage.
 
 Everything runs with one torch thread per process (tiny models gain little from a second thread, and
-OpenMP threads degrade badly when the cores are shared); the two RL runs and the evaluation jobs use
-two processes.
+OpenMP threads degrade badly when the cores are shared); the two RL runs, the evaluation jobs and the
+two analyses use two processes.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import subprocess
@@ -28,21 +34,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from arlkit.config import ConfigError, EnvSpec, config_to_plain
-from arlkit.report.figures import fig_dynamics, fig_passkt
-from arlkit.report.outputs import save_figure
+from arlkit.recipes.demo_outputs import analysis_readings, base_r_single, demo_findings, wall_time, write_summary, write_tables
 from arlkit.rollout.prompts import PromptConfig
-from arlkit.rundir import atomic_path, atomic_write_text, claim_run_dir
+from arlkit.rundir import atomic_write_text, claim_run_dir
+from arlkit.train.tracking import progress_bar
 
 __all__ = ["DEMO_ENV", "DemoPlan", "DemoResult", "demo_plan", "run_demo"]
 
 DEMO_ENV: dict[str, Any] = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitive"}
 """The demo's task family: the shipped budget-sensitive 5x5 set (headroom >= 0.10 at 25% of T_max)."""
-
-METHODS = ("Base", "Full", "BudgetMix")
-
 
 @dataclass(frozen=True)
 class DemoPlan:
@@ -158,6 +159,37 @@ def _eval_job(jobs: list[dict[str, Any]]) -> None:
         run_eval(config, job["out"])
 
 
+def _analysis_job(kind: str, runs: list[str], base: str, rl: str, out: str, config: dict[str, Any]) -> None:
+    """One step-level analysis (``steps`` or ``errors``) of Base vs Full into ``out``."""
+    _quiet()
+    os.environ["ARLKIT_HF_ATTN"] = "arlkit"  # as in the evaluations
+    from arlkit.analysis.errors import ErrorsConfig
+    from arlkit.analysis.steps import StepsConfig
+    from arlkit.envs.capabilities import MissingCapability
+    from arlkit.recipes.analyze import analyze_errors, analyze_steps
+
+    analyze, make_config = {"steps": (analyze_steps, StepsConfig), "errors": (analyze_errors, ErrorsConfig)}[kind]
+    try:
+        analyze(runs, base, rl, out=out, config=make_config(**config))  # type: ignore[operator]
+    except MissingCapability:  # the analysis wrote <kind>.md / .json saying why; the summary reports it
+        pass
+
+
+def demo_analysis_sizes(quick: bool) -> dict[str, dict[str, Any]]:
+    """``StepsConfig`` and ``ErrorsConfig`` arguments of the demo's step-level analyses (Base vs Full on
+    their T_max evaluations): seconds in ``--quick``, well under a minute on a 2-core CPU in the full demo."""
+    if quick:
+        return {"steps": {"states": 16, "actions": 2, "bootstrap": 200},
+                "errors": {"states": 8, "actions": 2, "continuations": 1, "correction_states": 4,
+                           "correction_actions": 1, "bootstrap": 200}}
+    # Measured on the shared 2-core CPU with the quick demo's models (each analysis in its own process,
+    # ~8 s of it imports and model loading): 40 states x 4 actions took 3.4 s, 20 error states with
+    # 2 continuations each 7 s.
+    return {"steps": {"states": 100, "actions": 4, "bootstrap": 1000},
+            "errors": {"states": 48, "actions": 4, "continuations": 2, "correction_states": 20,
+                       "correction_actions": 1, "bootstrap": 1000}}
+
+
 def _claim(out: Path, plan: DemoPlan) -> None:
     """Record the plan in ``out/demo.json``; a directory holding a demo with another plan (say ``--quick``
     then the full demo) is refused rather than mixed (:func:`arlkit.rundir.claim_run_dir`)."""
@@ -168,9 +200,26 @@ def _say(message: str) -> None:
     print(f"[demo] {message}", flush=True)
 
 
+class _Stages:
+    """Wall time per stage, measured back to back from the clock's creation, so the stages add up to
+    the whole run."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def done(self, stage: str) -> None:
+        now = time.monotonic()
+        self.seconds[stage] = now - self._last
+        self._last = now
+
+
 def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPlan | None = None,
-             say: Callable[[str], None] = _say) -> DemoResult:
-    """Run the whole demo into ``out`` (module docstring); a re-run resumes finished stages."""
+             say: Callable[[str], None] = _say, progress: bool = True) -> DemoResult:
+    """Run the whole demo into ``out`` (module docstring); a re-run resumes finished stages. ``say``
+    receives the stage announcements and the final message; ``progress`` shows one progress bar per
+    stage on stderr (:func:`arlkit.train.tracking.progress_bar`: sparse lines without a terminal)."""
+    stages = _Stages()
     _quiet()
     from arlkit.rollout.corpus import init_tiny_model
     from arlkit.config import load_config
@@ -183,28 +232,24 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     out.mkdir(parents=True, exist_ok=True)
     plan = plan or demo_plan(quick)
     _claim(out, plan)
-    seconds: dict[str, float] = {}
+    logs = out / "logs"
+    logs.mkdir(exist_ok=True)
 
-    t0 = time.monotonic()
     base = out / "base_model"
     if not (base / "config.json").is_file():
         say("building the nano model offline (tokenizer + Qwen2-style LM, random weights)")
         init_tiny_model("nano", base, seed=0, overwrite=True)
-    seconds["model"] = time.monotonic() - t0
+    stages.done("model")
 
-    t0 = time.monotonic()
     bc = out / "bc"
     if not (bc / "model" / "config.json").is_file():
-        say(f"behaviour cloning: {plan.sft['steps']} steps on expert demonstrations (budget-sensitive FrozenLake)")
-        sft = run_sft(load_config(SFTConfig, None, {**plan.overrides("sft"), "model": str(base)}), bc, progress=not quick)
-        say(f"  {sft.rows} demonstration steps, final loss {sft.final_loss:.3f}, {sft.seconds:.0f}s")
-    seconds["bc"] = time.monotonic() - t0
+        say(f"behaviour cloning: expert demonstrations on budget-sensitive FrozenLake, then {plan.sft['steps']} steps")
+        sft = run_sft(load_config(SFTConfig, None, {**plan.overrides("sft"), "model": str(base)}), bc, progress=progress)
+        say(f"  {sft.rows} demonstration steps, final loss {sft.final_loss:.3f}")
+    stages.done("bc")
 
-    t0 = time.monotonic()
     runs = {"Full": out / "grpo-full", "BudgetMix": out / "grpo-budgetmix"}
     budgets = {"Full": "full", "BudgetMix": "budgetmix"}
-    logs = out / "logs"
-    logs.mkdir(exist_ok=True)
     train_jobs = [(run.name, "train", {"config": {**plan.overrides("rl"), "model": str(bc / "model"),
                                                   "budget": budgets[method]},
                                        "out": str(run)})
@@ -212,70 +257,129 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     if train_jobs:
         say(f"GRPO at the full budget and GRPO-BudgetMix from the BC checkpoint, {plan.rl['steps']} steps each, "
             "in parallel")
-        _run_workers(train_jobs, plan.workers, logs, poll=_training_progress(runs, plan.rl["steps"], say))
-    seconds["rl"] = time.monotonic() - t0
+        status = _training_status(runs, plan.rl["steps"])
+        with progress_bar(2 * plan.rl["steps"], status()[0], progress, "RL", unit="steps") as update:
+            _run_workers(train_jobs, plan.workers, logs, poll=lambda: update(*status()))
+    stages.done("rl")
 
-    t0 = time.monotonic()
     policies = {"Base": bc / "model", "Full": runs["Full"] / "final", "BudgetMix": runs["BudgetMix"] / "final"}
-    say(f"evaluating Base, Full and BudgetMix on {plan.eval_tasks} held-out maps x {plan.eval_samples} samples "
-        f"at {', '.join(plan.budgets)} of T_max (announced)")
-    evals = []
-    for budget in plan.budgets:
-        for method, path in policies.items():
-            target = out / "eval" / method.lower() / budget.rstrip("%")
-            if not (target / "passkt.csv").is_file():
-                evals.append({"policy": f"hf:{path}", "budget": budget, "tasks": plan.eval_tasks,
-                              "samples": plan.eval_samples, "env": config_to_plain(plan.env),
-                              "prompt": config_to_plain(plan.prompt), "out": str(target)})
-    # one process per worker, each taking every workers-th evaluation (a process start costs ~4 s of imports)
-    _run_workers([(f"eval-{w}", "eval", {"jobs": evals[w :: plan.workers]}) for w in range(plan.workers)
-                  if evals[w :: plan.workers]], plan.workers, logs)
-    seconds["eval"] = time.monotonic() - t0
+    targets = {(method, budget): out / "eval" / method.lower() / budget.rstrip("%")
+               for budget in plan.budgets for method in policies}
+    evals = [{"policy": f"hf:{policies[method]}", "budget": budget, "tasks": plan.eval_tasks,
+              "samples": plan.eval_samples, "env": config_to_plain(plan.env), "prompt": config_to_plain(plan.prompt),
+              "out": str(target)}
+             for (method, budget), target in targets.items() if not (target / "passkt.csv").is_file()]
+    if evals:
+        say(f"evaluating Base, Full and BudgetMix on {plan.eval_tasks} held-out maps x {plan.eval_samples} samples "
+            f"at {', '.join(plan.budgets)} of T_max (announced): {len(targets)} evaluations on {plan.workers} processes")
+        status = _evaluation_status(list(targets.values()))
+        with progress_bar(len(targets) * plan.eval_tasks * plan.eval_samples, status()[0], progress, "evaluation",
+                          unit="trajectories") as update:
+            # one process per worker, each taking every workers-th evaluation (a process start costs ~4 s of imports)
+            _run_workers([(f"eval-{w}", "eval", {"jobs": evals[w :: plan.workers]}) for w in range(plan.workers)
+                          if evals[w :: plan.workers]], plan.workers, logs, poll=lambda: update(*status()))
+    stages.done("eval")
 
-    t0 = time.monotonic()
-    table = _write_outputs(out, plan, policies, runs, seconds)
-    from arlkit.report.html import write_html_report
+    analysis = out / "analysis"
+    sizes = demo_analysis_sizes(quick)
+    pair = [str(targets[("Base", plan.budgets[-1])]), str(targets[("Full", plan.budgets[-1])])]
+    analyses = [(f"analysis-{kind}", "analysis", {"kind": kind, "runs": pair, "base": f"hf:{policies['Base']}",
+                                                  "rl": f"hf:{policies['Full']}", "out": str(analysis),
+                                                  "config": sizes[kind]})
+                for kind in ("steps", "errors") if not (analysis / f"{kind}.md").is_file()]
+    if analyses:
+        say(f"step-level diagnostics of Base vs Full at {plan.budgets[-1]} of T_max: matched-state step quality and "
+            "continuation from error states")
 
-    write_html_report([out], out / "report.html", title="arlkit demo: GRPO vs GRPO-BudgetMix on the tiny model")
-    seconds["report"] = time.monotonic() - t0
-    (out / "timing.json").write_text(json.dumps(seconds, indent=2) + "\n", encoding="utf-8")
-    say(f"demo finished in {sum(seconds.values()) / 60:.1f} min; everything is in {out}/:\n"
-        "  summary.md             Table-1-style Pass@1 / Pass@8 per budget with 95% CIs and BudgetMix - Full\n"
-        "  table.csv              the same numbers (every k, and the paired differences)\n"
-        "  passkt.png             Pass@T and Pass@K of Base, Full and BudgetMix\n"
-        "  training_dynamics.png  R_multi, R_single and training success over the RL steps\n"
-        "  report.html            every evaluation and the training curves in one page\n"
-        "  bc/                    behaviour cloning (model/, sft.json, metrics.jsonl)\n"
-        "  grpo-full/ grpo-budgetmix/  config.yaml, metrics.jsonl, rollouts.jsonl, tb/, checkpoints/, final/\n"
-        "  eval/                  per-method, per-budget evaluations (trajectories.jsonl)\n"
-        f"  check the BudgetMix run: arlkit budgetmix audit {out}/grpo-budgetmix")
-    return DemoResult(out, table, seconds)
+        def finished() -> tuple[int, str]:
+            done = [kind for kind in ("steps", "errors") if (analysis / f"{kind}.md").is_file()]
+            return len(done), ", ".join(done)
+
+        with progress_bar(2, finished()[0], progress, "diagnostics", unit="analyses") as update:
+            _run_workers(analyses, plan.workers, logs, poll=lambda: update(*finished()))
+    stages.done("analysis")
+
+    with progress_bar(2, 0, progress, "report", unit="parts") as update:
+        tables = write_tables(out, plan, runs)
+        update(1, "table.csv, passkt.png, training_dynamics.png")
+        findings = demo_findings(tables.rows, tables.bound, base_r_single(runs))
+        from arlkit.report.html import write_html_report
+
+        write_html_report([out], out / "report.html", title="arlkit demo: GRPO vs GRPO-BudgetMix on the tiny model")
+        update(2, "report.html")
+    stages.done("report")
+    seconds = stages.seconds
+    write_summary(out, plan, tables, findings, analysis_readings(analysis), seconds, runs)
+    atomic_write_text(out / "timing.json", json.dumps(seconds, indent=2) + "\n")
+    say(final_message(out, seconds, findings))
+    return DemoResult(out, tables.rows, seconds)
 
 
-def _training_progress(runs: dict[str, Path], steps: int, say: Callable[[str], None]) -> Callable[[], None]:
-    """A poll function that prints both runs' latest step and training success when they change."""
+def final_message(out: Path, seconds: dict[str, float], findings: list[str]) -> str:
+    """The demo's last message: the wall time (the same line as ``summary.md``'s), the findings and the files."""
+    return "\n".join([
+        f"demo finished in {wall_time(seconds)}; everything is in {out}/",
+        *(f"  {line}" for line in findings),
+        "  summary.md             the findings above, Pass@1 / Pass@8 per budget with 95% CIs, step-level readings",
+        "  table.csv              the same numbers (every k, and the paired differences)",
+        "  passkt.png             Pass@T and Pass@K of Base, Full and BudgetMix",
+        "  training_dynamics.png  R_multi, R_single and training success over the RL steps",
+        "  report.html            every evaluation, the diagnostics and the training curves in one page",
+        "  analysis/              Base vs Full step by step: matched states (steps.*), error states (errors.*)",
+        "  bc/ grpo-full/ grpo-budgetmix/ eval/ logs/   the stages' run folders and the workers' logs",
+        f"  check the BudgetMix run: arlkit budgetmix audit {out}/grpo-budgetmix",
+    ])  # fmt: skip
+
+
+def _training_status(runs: dict[str, Path], steps: int) -> Callable[[], tuple[int, str]]:
+    """A poll of both runs' ``metrics.jsonl``: steps done in all and each run's latest step and training
+    success."""
     from arlkit.train import read_metrics
 
-    start, last = time.monotonic(), [""]
-
-    def poll() -> None:
-        parts = []
+    def status() -> tuple[int, str]:
+        done, parts = 0, []
         for method, run in runs.items():
             lines = [m for m in read_metrics(run / "metrics.jsonl") if "reward/success" in m]
-            if lines:
-                parts.append(f"{method} step {lines[-1]['step']}/{steps} success {lines[-1]['reward/success']:.2f}")
-        line = "; ".join(parts)
-        if line and line != last[0]:
-            say(f"  {line} ({time.monotonic() - start:.0f}s)")
-            last[0] = line
+            step = min(int(lines[-1]["step"]), steps) if lines else 0
+            done += step
+            parts.append(f"{method} {step}/{steps}" + (f" success {lines[-1]['reward/success']:.2f}" if lines else ""))
+        return done, ", ".join(parts)
 
-    return poll
+    return status
+
+
+def _evaluation_status(folders: list[Path]) -> Callable[[], tuple[int, str]]:
+    """A poll of the evaluation folders: trajectories written (``trajectories.jsonl`` lines, read
+    incrementally) and evaluations finished (``passkt.csv``)."""
+    seen: dict[Path, tuple[int, int]] = {}  # trajectories.jsonl -> (bytes read, complete lines)
+
+    def lines(path: Path) -> int:
+        offset, count = seen.get(path, (0, 0))
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return 0
+        if size < offset:  # rewritten (a resumed evaluation sets errored trajectories aside)
+            offset, count = 0, 0
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read(size - offset)
+        seen[path] = (offset + len(chunk), count + chunk.count(b"\n"))
+        return seen[path][1]
+
+    def status() -> tuple[int, str]:
+        done = sum(lines(folder / "trajectories.jsonl") for folder in folders)
+        finished = sum((folder / "passkt.csv").is_file() for folder in folders)
+        return done, f"{finished}/{len(folders)} evaluations"
+
+    return status
 
 
 def _run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs: Path,
-                 poll: Callable[[], None] | None = None) -> None:
+                 poll: Callable[[], None] | None = None, poll_every: float = 1.0) -> None:
     """Run each job ``(name, kind, arguments)`` as ``python -m arlkit.recipes.demo KIND JSON`` in a fresh process,
-    at most ``workers`` at a time, output in ``logs/NAME.log``. Fresh interpreters (not multiprocessing)
+    at most ``workers`` at a time, output in ``logs/NAME.log``; ``poll`` (a progress update) is called every
+    ``poll_every`` seconds and once at the end. Fresh interpreters (not multiprocessing)
     so that the caller's ``__main__`` is never re-imported: ``run_demo`` works from any script. A failed
     job stops the others and raises with the end of its log; so does an interrupt."""
     import arlkit
@@ -303,7 +407,7 @@ def _run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs
                     tail = (logs / f"{name}.log").read_text(encoding="utf-8", errors="replace")[-2000:]
                     raise RuntimeError(f"demo job {name} failed (exit code {process.returncode}); the end of "
                                        f"{logs / (name + '.log')}:\n{tail}")
-            if poll is not None and time.monotonic() - last_poll >= 15:
+            if poll is not None and time.monotonic() - last_poll >= poll_every:
                 poll()
                 last_poll = time.monotonic()
         if poll is not None:
@@ -316,181 +420,10 @@ def _run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs
 
 
 def _worker(kind: str, arguments: str) -> int:
-    """Entry point of one demo job (``python -m arlkit.recipes.demo train|eval JSON``)."""
-    job = {"train": _train_job, "eval": _eval_job}[kind]
+    """Entry point of one demo job (``python -m arlkit.recipes.demo train|eval|analysis JSON``)."""
+    job = {"train": _train_job, "eval": _eval_job, "analysis": _analysis_job}[kind]
     job(**json.loads(arguments))
     return 0
-
-
-# -- tables and plots ----------------------------------------------------------------------------------
-
-
-def _load(out: Path, method: str, budget: str) -> tuple[list[Any], list[str], int, int]:
-    from arlkit.rollout.records import read_trajectories
-
-    folder = out / "eval" / method.lower() / budget.rstrip("%")
-    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    trajectories = read_trajectories(folder / "trajectories.jsonl")
-    with open(folder / "passkt.csv", encoding="utf-8") as handle:
-        row = next(csv.DictReader(handle))
-    task_ids = list(dict.fromkeys(t.task_id for t in trajectories))
-    return trajectories, task_ids, int(row["T"]), int(run["samples"])
-
-
-def _write_outputs(out: Path, plan: DemoPlan, policies: dict[str, Path], runs: dict[str, Path],
-                   seconds: dict[str, float]) -> list[dict[str, Any]]:
-    from arlkit.envs import make
-    from arlkit.metrics import bootstrap_mean, paired_bootstrap_difference
-    from arlkit.metrics.passkt import per_task_pass
-
-    env = make(plan.env.name, **plan.env.args)
-    tasks = env.tasks("test", plan.eval_tasks)
-    task_ids = [t.task_id for t in tasks]
-    ks = [k for k in (1, 2, 4, 8, 16) if k <= plan.eval_samples]
-    rows: list[dict[str, Any]] = []
-    per_task: dict[tuple[str, int, int], np.ndarray] = {}
-    budgets_T: list[int] = []
-    for budget in plan.budgets:
-        for method in METHODS:
-            trajectories, _, T, _ = _load(out, method, budget)
-            if T not in budgets_T:
-                budgets_T.append(T)
-            for k in ks:
-                values = per_task_pass(trajectories, T, k, "announced", task_ids)
-                per_task[(method, T, k)] = values
-                est = bootstrap_mean(values, resamples=2000, seed=0)
-                rows.append({"budget": budget, "T": T, "k": k, "method": method, "pass": est.value,
-                             "ci_low": est.low, "ci_high": est.high})
-        T = budgets_T[-1]
-        for k in ks:
-            for a, b in (("BudgetMix", "Full"), ("Full", "Base"), ("BudgetMix", "Base")):
-                diff = paired_bootstrap_difference(per_task[(a, T, k)], per_task[(b, T, k)], resamples=2000, seed=0)
-                rows.append({"budget": budget, "T": T, "k": k, "method": f"{a} - {b}", "pass": diff.value,
-                             "ci_low": diff.low, "ci_high": diff.high})
-    headroom, bound = {}, {}
-    for T in budgets_T:
-        h, p = [], []
-        for task in tasks:
-            env.reset(task, 0)
-            h.append(env.headroom(T))
-            p.append(env.success_probability(T))
-        headroom[T], bound[T] = float(np.mean(h)), float(np.mean(p))
-    with atomic_path(out / "table.csv") as tmp, open(tmp, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["budget", "T", "k", "method", "pass", "ci_low", "ci_high"])
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({**row, **{k: f"{row[k]:.6f}" for k in ("pass", "ci_low", "ci_high")}})
-    _plot_pass(out / "passkt.png", rows, bound)
-    dynamics = _dynamics(out / "training_dynamics.png", runs)
-    atomic_write_text(out / "summary.md", _summary(plan, rows, budgets_T, ks, headroom, bound, dynamics, seconds, runs))
-    return rows
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
-
-
-def _summary(plan: DemoPlan, rows: list[dict[str, Any]], budgets_T: list[int], ks: list[int],
-             headroom: dict[int, float], bound: dict[int, float], dynamics: dict[str, dict[str, float]],
-             seconds: dict[str, float], runs: dict[str, Path]) -> str:
-    from arlkit.envs import make
-
-    cell = {(r["method"], r["T"], r["k"]): r for r in rows}
-    t_max = int(make(plan.env.name, **plan.env.args).t_max)
-    lines = [
-        "# arlkit demo: GRPO at the full budget vs GRPO-BudgetMix (RT Table 1 on the embedded tiny model)",
-        "",
-        f"Nano model (~1M parameters), behaviour-cloned, then {plan.rl['steps']} GRPO steps each "
-        f"({plan.rl['tasks_per_step']} maps x {plan.rl['group_size']} rollouts per step, same seeds); evaluated on "
-        f"{plan.eval_tasks} held-out budget-sensitive 5x5 FrozenLake maps (slippery, success rate 0.8, "
-        f"T_max = {t_max}), {plan.eval_samples} samples per map and budget, budgets announced in the prompt. "
-        f"Prompts show the current map (history {plan.prompt.history}) with the turn counters "
-        f"{'after it' if plan.prompt.counters == 'observation' else 'in the system prompt'}.",
-        "",
-    ]
-    for k in sorted({ks[0], ks[-1]}):
-        lines += [f"## Pass@{k} (%, 95% bootstrap CI over maps)", ""]
-        header = ["method"] + [f"T={T} ({round(100 * T / t_max)}%)" for T in budgets_T]
-        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for method in (*METHODS, "BudgetMix - Full"):
-            values = [cell[(method, T, k)] for T in budgets_T]
-            lines.append(f"| {method} | " + " | ".join(
-                f"{_pct(v['pass'])} [{_pct(v['ci_low'])}, {_pct(v['ci_high'])}]" for v in values) + " |")
-        if k == 1:
-            lines.append("| optimum (upper bound) | " + " | ".join(_pct(bound[T]) for T in budgets_T) + " |")
-            lines.append("| budget headroom | " + " | ".join(_pct(headroom[T]) for T in budgets_T) + " |")
-        lines.append("")
-    k0 = ks[0]
-
-    def verdicts(pair: str, a: str, b: str) -> str:
-        out = []
-        for T in budgets_T:
-            d = cell[(pair, T, k0)]
-            if d["ci_low"] > 0:
-                out.append(f"T={T}: {a} better ({_pct(d['pass'])} points, CI above 0)")
-            elif d["ci_high"] < 0:
-                out.append(f"T={T}: {a} worse ({_pct(d['pass'])} points, CI below 0)")
-            else:
-                out.append(f"T={T}: no resolvable difference ({_pct(d['pass'])} points, CI contains 0)")
-        return f"- Pass@{k0}, {a} - {b} (paired over maps): " + "; ".join(out) + "."
-
-    best = max(cell[(m, budgets_T[-1], k0)]["pass"] for m in METHODS)
-    lines += ["## What this run shows", "",
-              verdicts("BudgetMix - Full", "BudgetMix", "Full"),
-              verdicts("Full - Base", "Full", "Base"),
-              "- RT's Qwen3-4B result for comparison: BudgetMix gains most at small budgets "
-              "(+7.5 / +5.3 / +4.0 points at 25/50/75% on average, parity at 100%). Here, at T_max the best "
-              f"method reaches {_pct(best)}% Pass@{k0} against the optimum's {_pct(bound[budgets_T[-1]])}% "
-              "(upper-bound row); the budget headroom row is the ceiling of any BudgetMix gain on these maps.", ""]
-    if dynamics:
-        lines += ["## Training", "", "| run | R_multi start -> end | R_single start -> end | train success first -> last |",
-                  "|---|---|---|---|"]
-        for method, d in dynamics.items():
-            lines.append(f"| {method} | {d.get('r_multi_0', float('nan')):.3f} -> {d.get('r_multi_1', float('nan')):.3f} | "
-                         f"{d.get('r_single_0', float('nan')):.3f} -> {d.get('r_single_1', float('nan')):.3f} | "
-                         f"{d.get('succ_0', float('nan')):.3f} -> {d.get('succ_1', float('nan')):.3f} |")
-        lines.append("")
-    total = sum(seconds.values())
-    lines += ["## Files", "",
-              "- `table.csv`: Pass@k per budget, method and k with 95% CIs, and the paired differences",
-              "- `passkt.png`: Pass@T (K = 1 and the largest K) and Pass@K per budget, three methods",
-              "- `training_dynamics.png`: R_multi (held-out reward), R_single (oracle step quality on a fixed "
-              "state pool) and training success over steps",
-              f"- `bc/`, `{runs['Full'].name}/`, `{runs['BudgetMix'].name}/` (config, metrics.jsonl, rollouts.jsonl, "
-              "checkpoints, final model; `arlkit budgetmix audit` works on the BudgetMix run), `eval/`",
-              "",
-              "Wall time: " + ", ".join(f"{k} {v:.0f}s" for k, v in seconds.items()) + f" (total {total:.0f}s).", ""]
-    return "\n".join(lines)
-
-
-_COLOURS = {"Base": "tab:gray", "Full": "tab:blue", "BudgetMix": "tab:orange"}
-
-
-def _plot_pass(path: Path, rows: list[dict[str, Any]], bound: dict[int, float]) -> None:
-    """``passkt.png``: the three methods' Pass@(K,T) with the optimum at K = 1."""
-    curves = [{"policy": r["method"], **r, "upper_bound": bound[r["T"]] if r["k"] == 1 else None}
-              for r in rows if r["method"] in METHODS]  # fmt: skip
-    save_figure(fig_passkt(curves, title="Base, Full and BudgetMix on held-out maps", colors=_COLOURS), path)
-
-
-def _dynamics(path: Path, runs: dict[str, Path]) -> dict[str, dict[str, float]]:
-    """``training_dynamics.png`` (R_multi, R_single and training success per RL run) and each run's
-    first and last value of each."""
-    from arlkit.train import read_metrics
-
-    metrics = {method: read_metrics(run / "metrics.jsonl") for method, run in runs.items()}
-    panels = [("val/reward", "R_multi: held-out reward (T_max)"), ("val/r_single", "R_single: oracle step quality (fixed pool)"),
-              ("reward/success", "training success (own budgets)")]  # fmt: skip
-    save_figure(fig_dynamics(metrics, panels, colors=_COLOURS), path)
-    summary: dict[str, dict[str, float]] = {}
-    for method, records in metrics.items():
-        d: dict[str, float] = {}
-        for key, name in (("val/reward", "r_multi"), ("val/r_single", "r_single"), ("reward/success", "succ")):
-            seen = [m[key] for m in records if key in m]
-            if seen:
-                d[f"{name}_0"], d[f"{name}_1"] = seen[0], seen[-1]
-        summary[method] = d
-    return summary
 
 
 if __name__ == "__main__":

@@ -216,37 +216,65 @@ class MetricsLog:
             self.tb.close()
 
 
+PLAIN_EVERY_SHARE = 0.1
+"""Without a terminal, a progress line when another tenth of the work is done ..."""
+PLAIN_EVERY_S = 30.0
+"""... or when this many seconds passed since the last line and something moved."""
+
+ProgressUpdate = Callable[..., None]
+"""``update(done, info="")``: ``done`` units of ``total`` finished; ``info`` is a metrics mapping (its
+reward, success, KL and loss are shown) or a ready string."""
+
+
 @contextmanager
-def progress_bar(total: int, start: int, enabled: bool, label: str = "train") -> Iterator[Callable[[int, Mapping[str, Any]], None]]:
-    """Yields ``update(step_done, metrics)``: a rich bar (step, reward, KL, ETA) on a terminal, one line
-    per step otherwise; nothing when disabled."""
+def progress_bar(total: int, start: int, enabled: bool, label: str = "train", *, unit: str = "step",
+                 stream: Any = None) -> Iterator[ProgressUpdate]:
+    """Yields ``update(done, info)`` (:data:`ProgressUpdate`): a rich bar (label, done/total, info,
+    elapsed, ETA) on a terminal; otherwise (CI, logs) a plain line ``LABEL UNIT done/total info elapsed
+    ETA`` when another :data:`PLAIN_EVERY_SHARE` of the work is done (so always at the end) or when
+    ``done`` moved and :data:`PLAIN_EVERY_S` seconds passed since the last line; nothing when disabled.
+    ``stream``: where it goes (default ``sys.stderr``)."""
     if not enabled:
-        yield lambda step, metrics: None
+        yield lambda done, info="": None
         return
-    if sys.stderr.isatty():
+    stream = stream if stream is not None else sys.stderr
+    if stream.isatty():
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-        with Progress(*columns, console=Console(stderr=True)) as bar:
+        with Progress(*columns, console=Console(file=stream)) as bar:
             task = bar.add_task(label, total=total, completed=start, info="")
 
-            def update(step: int, metrics: Mapping[str, Any]) -> None:
-                bar.update(task, completed=step, info=_summary(metrics))
+            def update(done: int, info: Mapping[str, Any] | str = "") -> None:
+                bar.update(task, completed=done, info=_info(info))
 
             yield update
         return
     t0 = time.monotonic()
 
-    def update_plain(step: int, metrics: Mapping[str, Any]) -> None:
-        elapsed = time.monotonic() - t0
-        done = step - start
-        eta = elapsed / done * (total - step) if done else float("nan")
-        print(f"{label} step {step}/{total} {_summary(metrics)} elapsed {elapsed:.0f}s ETA {eta:.0f}s",
-              file=sys.stderr, flush=True)
+    def tenth(done: int) -> int:  # how many PLAIN_EVERY_SHARE of the work are done (1e-9: 3/10 is 0.3)
+        return int(done / total / PLAIN_EVERY_SHARE + 1e-9) if total else 0
+
+    last = {"share": float(tenth(start)), "at": t0, "done": float(start)}
+
+    def update_plain(done: int, info: Mapping[str, Any] | str = "") -> None:
+        now = time.monotonic()
+        share, moved = tenth(done), done != last["done"]
+        if not (share > last["share"] or (moved and now - last["at"] >= PLAIN_EVERY_S)):
+            return
+        last.update(share=share, at=now, done=done)
+        elapsed, rate = now - t0, (done - start) / max(now - t0, 1e-9)
+        eta = f"{(total - done) / rate:.0f}s" if done > start else "?"
+        parts = (label, unit, f"{done}/{total}", _info(info), f"elapsed {elapsed:.0f}s", f"ETA {eta}")
+        print(" ".join(x for x in parts if x), file=stream, flush=True)
 
     yield update_plain
+
+
+def _info(info: Mapping[str, Any] | str) -> str:
+    return info if isinstance(info, str) else _summary(info)
 
 
 def _summary(metrics: Mapping[str, Any]) -> str:
