@@ -109,7 +109,7 @@ def build_error_states(
     rng: np.random.Generator,
     *,
     max_attempts: int | None = None,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> tuple[list[ErrorState], list[str]]:
     """Error states in equal numbers from each group's trajectories (one injection attempt per
     drawn state; only states with at least two turns left qualify, so one remains after the
@@ -131,7 +131,8 @@ def build_error_states(
             attempts += 1
             i, t = cands[int(k)]
             if i not in replayed:
-                replayed[i] = replay_states(env, tasks[trajs[i].task_id], trajs[i], history=history, counters=counters)
+                replayed[i] = replay_states(env, tasks[trajs[i].task_id], trajs[i], history=history, counters=counters,
+                                            profile=profile)
             origin = replayed[i][t]
             live = restore_point(make_env, origin)
             injected = inject_error(live, rng, origin.remaining)
@@ -154,7 +155,7 @@ def failed_call_states(
     n_states: int,
     rng: np.random.Generator,
     *,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> tuple[list[tuple[str, StatePoint]], list[str]]:
     """States right after a failed call (the trajectory went on), equally from each group."""
     probe = make_env()
@@ -178,7 +179,8 @@ def failed_call_states(
         if take == 0:
             continue
         picks = [cands[int(j)] for j in sorted(rng.choice(len(cands), size=take, replace=False))]
-        out += [(name, p) for p in points_at(make_env, tasks, trajs, picks, history=history, counters=counters)]
+        points = points_at(make_env, tasks, trajs, picks, history=history, counters=counters, profile=profile)
+        out += [(name, p) for p in points]
     return out, notes
 
 
@@ -266,8 +268,10 @@ class ErrorsResult:
 def _correction(
     base_policy: Policy, rl_policy: Policy, make_env: Callable[[], Env], tasks: Mapping[str, Task],
     groups: Sequence[Group], config: ErrorsConfig, rng: np.random.Generator, notes: list[str], counters: str = "system",
+    profile: str = "rt",
 ) -> PairedRates | None:  # fmt: skip
-    prefixes, more = failed_call_states(make_env, tasks, groups, config.correction_states, rng, counters=counters)
+    prefixes, more = failed_call_states(make_env, tasks, groups, config.correction_states, rng, counters=counters,
+                                        profile=profile)
     notes += more
     if not prefixes:
         notes.append("error correction: no failed call is followed by another step in the trajectories; skipped")
@@ -303,7 +307,7 @@ def error_states_analysis(
     *,
     base_history: int | None = None,
     rl_history: int | None = None,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> ErrorsResult:
     """Error states, action quality there, continuation success, and error correction (docs/metrics.md#error-states).
     Parts the environment cannot support are skipped with a note."""
@@ -330,7 +334,8 @@ def error_states_analysis(
         )
     else:
         states, more = build_error_states(make_env, tasks, groups, config.states, rng,
-                                          max_attempts=config.max_attempts * config.states, counters=counters)  # fmt: skip
+                                          max_attempts=config.max_attempts * config.states, counters=counters,
+                                          profile=profile)  # fmt: skip
         notes += more
     if states:
         points = [s.point for s in states]
@@ -350,7 +355,8 @@ def error_states_analysis(
             out += [float(np.mean([c.success for c in row])) for row in runs]
         continuation = _paired(np.array(base_success), np.array(rl_success), task_ids, config.continuations,
                                config.bootstrap, config.seed)  # fmt: skip
-    controlled = _correction(base_policy, rl_policy, make_env, tasks, groups, config, rng, notes, counters) if rebuild else None
+    controlled = (_correction(base_policy, rl_policy, make_env, tasks, groups, config, rng, notes, counters, profile)
+                  if rebuild else None)
     observed = {"base": observed_correction_rate(base_trajectories, probe), "rl": observed_correction_rate(rl_trajectories, probe)}
     return ErrorsResult(states, rows, comparison, base_success, rl_success, continuation,
                         CorrectionSummary(controlled, observed), notes)  # fmt: skip

@@ -164,7 +164,7 @@ def score_turns(
     sides: Sequence[tuple[str, Sequence[Trajectory], int | None]],
     *,
     batch_size: int = 16,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> tuple[list[TrajectoryLLR], list[TurnScore]]:
     """Score every turn of the given trajectories under both policies (see the module docstring).
 
@@ -180,7 +180,8 @@ def score_turns(
         for traj in trajectories:
             index = len(trajs)
             trajs.append((side, traj))
-            for point, turn in zip(replay_states(env, tasks[traj.task_id], traj, history=history, counters=counters), traj.turns, strict=True):
+            points = replay_states(env, tasks[traj.task_id], traj, history=history, counters=counters, profile=profile)
+            for point, turn in zip(points, traj.turns, strict=True):
                 env.restore(point.snapshot)
                 messages = point_messages(point, env)
                 items.append((messages, turn.reply))
@@ -283,7 +284,7 @@ def likelihood_analysis(
     *,
     base_history: int | None = None,
     rl_history: int | None = None,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> LikelihoodResult:
     """ActionNLL, cumulative LLR and the length-matched comparison (docs/metrics.md#likelihood)."""
     config = config or LikelihoodConfig()
@@ -299,7 +300,8 @@ def likelihood_analysis(
             notes.append(f"scored {len(picked)} of {len(trajs)} {side} trajectories (max_trajectories)")
         chosen.append(picked)
     sides = [("base", chosen[0], base_history), ("rl", chosen[1], rl_history)]
-    summaries, turns = score_turns(base, rl, make_env, tasks, sides, batch_size=config.batch_size, counters=counters)
+    summaries, turns = score_turns(base, rl, make_env, tasks, sides, batch_size=config.batch_size, counters=counters,
+                                   profile=profile)
     inexact = sum(1 for t in turns if not t.action_exact and not math.isnan(t.action_nll))
     if inexact:
         notes.append(f"{inexact} of {len(turns)} action spans were located approximately (tokenisation at the boundary)")

@@ -51,6 +51,7 @@ class RunData:
         trajectories: every trajectory of the run.
         config: the raw ``run.json`` (empty when absent).
         counters: where announced prompts put the turn counters (``system`` or ``observation``).
+        profile: the prompt profile (``rt`` or ``compact``; :class:`~arlkit.rollout.prompts.PromptConfig`).
     """
 
     path: Path
@@ -63,6 +64,7 @@ class RunData:
     trajectories: list[Trajectory]
     config: dict[str, Any] = field(default_factory=dict)
     counters: str = "system"
+    profile: str = "rt"
 
     @property
     def name(self) -> str:
@@ -122,6 +124,7 @@ def load_run(path: str | Path) -> RunData:
         trajectories=trajectories,
         config=config,
         counters=str(config.get("counters") or "system"),
+        profile=str(config.get("profile") or "rt"),
     )
 
 
@@ -149,6 +152,10 @@ def check_compatible(runs: Sequence[RunData], *, same_budgets: bool = True) -> N
             raise AnalysisInputError(
                 f"runs put the turn counters in different places: {first.path} in the {first.counters} prompt, "
                 f"{run.path} in the {run.counters} prompt"
+            )
+        if run.profile != first.profile:
+            raise AnalysisInputError(
+                f"runs use different prompt profiles: {first.path} {first.profile}, {run.path} {run.profile}"
             )
         if same_budgets and run.budgets() != first.budgets():
             raise AnalysisInputError(
@@ -234,6 +241,7 @@ class PairedRuns:
         rl_label: the RL policy's label in its run.
         sources: the run directories.
         counters: where both runs' announced prompts put the turn counters.
+        profile: both runs' prompt profile.
     """
 
     env: str
@@ -247,6 +255,7 @@ class PairedRuns:
     rl_label: str
     sources: list[str]
     counters: str = "system"
+    profile: str = "rt"
 
     def make_env(self) -> Env:
         """A fresh environment with the runs' config."""
@@ -304,5 +313,5 @@ def paired_runs(
         base_label=base[0].policy,
         rl_label=rl[0].policy,
         sources=[str(r.path) for r in runs],
-        counters=base_run.counters,
+        counters=base_run.counters, profile=base_run.profile,
     )

@@ -63,6 +63,7 @@ class StatePoint:
         state_key: ``str(env.state_key())`` in this state.
         policy_seed: the source trajectory's policy seed.
         counters: where the announced prompt puts the turn counters (``system`` or ``observation``).
+        profile: the prompt profile (``rt`` or ``compact``).
     """
 
     task: Task
@@ -78,6 +79,7 @@ class StatePoint:
     state_key: str
     policy_seed: int = 0
     counters: str = "system"
+    profile: str = "rt"
 
     @property
     def remaining(self) -> int:
@@ -116,7 +118,7 @@ def replay(env: Env, task: Task, trajectory: Trajectory, *, check: bool = True) 
 
 def replay_states(
     env: Env, task: Task, trajectory: Trajectory, *, history: int | None = None, check: bool = True,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> list[StatePoint]:
     """The pre-action state of every turn of ``trajectory`` (``len(turns)`` points, ``t = 0..``),
     replayed by :func:`replay` (which raises :class:`ReplayError` on a state that differs from the
@@ -137,7 +139,7 @@ def replay_states(
                 snapshot=env.snapshot(),
                 state_key=str(env.state_key()),
                 policy_seed=trajectory.policy_seed,
-                counters=counters,
+                counters=counters, profile=profile,
             )
         )
     return points
@@ -163,7 +165,7 @@ def point_messages(point: StatePoint, env: Env) -> list[Message]:
         budget=point.budget,
         observations=point.observations,
         replies=point.replies,
-        prompt=PromptConfig(point.budget_mode, point.history, point.counters),  # type: ignore[arg-type]
+        prompt=PromptConfig(point.budget_mode, point.history, point.counters, point.profile),  # type: ignore[arg-type]
     )
 
 
@@ -189,7 +191,7 @@ def extend_point(point: StatePoint, env: Env, reply: str, observation: str) -> S
         snapshot=env.snapshot(),  # type: ignore[attr-defined]
         state_key=str(env.state_key()),  # type: ignore[attr-defined]
         policy_seed=point.policy_seed,
-        counters=point.counters,
+        counters=point.counters, profile=point.profile,
     )
 
 
@@ -218,7 +220,7 @@ def points_at(
     *,
     history: int | None = None,
     check: bool = True,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> list[StatePoint]:
     """The state points ``picks`` (``(trajectory index, t)``), replaying each trajectory once."""
     replayed: dict[int, list[StatePoint]] = {}
@@ -227,7 +229,8 @@ def points_at(
     for i, t in picks:
         if i not in replayed:
             traj = trajectories[i]
-            replayed[i] = replay_states(env, tasks[traj.task_id], traj, history=history, check=check, counters=counters)
+            replayed[i] = replay_states(env, tasks[traj.task_id], traj, history=history, check=check, counters=counters,
+                                        profile=profile)
         out.append(replayed[i][t])
     return out
 
@@ -240,7 +243,7 @@ def equal_pool(
     rng: Any,
     *,
     min_remaining: int = 1,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> tuple[list[list[StatePoint]], list[str]]:
     """A state pool with equal numbers of states from each group's trajectories (docs/metrics.md#matched-states: this
     avoids favouring the states one policy tends to visit).
@@ -253,6 +256,7 @@ def equal_pool(
         rng: a ``numpy.random.Generator``.
         min_remaining: only states with at least this many turns left.
         counters: where the runs' announced prompts put the turn counters.
+        profile: the runs' prompt profile.
 
     Returns:
         The points of each group, and notes for the summary.
@@ -273,5 +277,5 @@ def equal_pool(
     pools = []
     for (_, trajs, history), cands in zip(groups, candidates, strict=True):
         picks = sample_points(cands, per, rng)
-        pools.append(points_at(make_env, tasks, trajs, picks, history=history, counters=counters))
+        pools.append(points_at(make_env, tasks, trajs, picks, history=history, counters=counters, profile=profile))
     return pools, notes

@@ -220,7 +220,7 @@ def matched_states(
     *,
     base_history: int | None = None,
     rl_history: int | None = None,
-    counters: str = "system",
+    counters: str = "system", profile: str = "rt",
 ) -> StepsResult:
     """Compare the two policies' next actions at a pool of states drawn equally from both
     policies' trajectories (docs/metrics.md#matched-states). Raises :class:`MissingCapability` when the environment
@@ -235,7 +235,7 @@ def matched_states(
     require_snapshots(probe, "matched states (rebuilding the recorded states)")
     rng = np.random.default_rng([config.seed, 4101])
     groups = [("base", base_trajectories, base_history), ("rl", rl_trajectories, rl_history)]
-    pools, notes = equal_pool(make_env, tasks, groups, config.states, rng, counters=counters)
+    pools, notes = equal_pool(make_env, tasks, groups, config.states, rng, counters=counters, profile=profile)
     points = pools[0] + pools[1]
     sources = ["base"] * len(pools[0]) + ["rl"] * len(pools[1])
     if not points:

@@ -1,9 +1,9 @@
 """``arlkit demo``: arlkit's main job on the embedded default.
 
 By default the seeds' central experiment (:mod:`arlkit.recipes.demo`): build the tiny model offline,
-behaviour cloning on budget-sensitive FrozenLake maps, GRPO at the full budget and GRPO-BudgetMix from
-the same checkpoint, and the evaluation of all three at 25/50/75/100% of T_max (<= 15 minutes on a
-2-core CPU; ``--quick`` about 3).
+behaviour cloning on budget-sensitive FrozenLake maps (a budget-unaware expert), RL at the full budget
+and with BudgetMix from the same checkpoint, and the evaluation of all three at 25/50/75/100% of T_max
+(<= 15 minutes on a 2-core CPU; ``--quick`` about 3).
 
 ``--scripted``: no model; a Pass@(K,T) evaluation of scripted policies of known quality (oracle, a noisy
 oracle, random) on the same maps, the step-level diagnostics of the noisy vs the exact oracle, and

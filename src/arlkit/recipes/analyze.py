@@ -93,7 +93,8 @@ def analyze_steps(
     meta = _meta(pair, base_name, rl_name)
     try:
         result = matched_states(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
-                                base_history=pair.base_history, rl_history=pair.rl_history, counters=pair.counters)  # fmt: skip
+                                base_history=pair.base_history, rl_history=pair.rl_history,
+                                counters=pair.counters, profile=pair.profile)  # fmt: skip
     except MissingCapability as exc:
         if out is not None:
             write_skipped(out, "steps", str(exc), meta)
@@ -150,7 +151,8 @@ def analyze_depth(
         meta = _meta(pair, base_name, rl_name)
         try:
             rows = matched_states(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
-                                  base_history=pair.base_history, rl_history=pair.rl_history, counters=pair.counters).rows  # fmt: skip
+                                  base_history=pair.base_history, rl_history=pair.rl_history,
+                                  counters=pair.counters, profile=pair.profile).rows  # fmt: skip
         except MissingCapability as exc:
             if out is not None:
                 write_skipped(out, "depth", str(exc), meta)
@@ -180,7 +182,8 @@ def analyze_errors(
     rl_policy, rl_name = _policy(rl, sampling)
     pair = paired_runs(run_dirs, base_spec=base_name, rl_spec=rl_name, base_label=base_label, rl_label=rl_label, budget=budget)
     result = error_states_analysis(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
-                                   base_history=pair.base_history, rl_history=pair.rl_history, counters=pair.counters)  # fmt: skip
+                                   base_history=pair.base_history, rl_history=pair.rl_history,
+                                   counters=pair.counters, profile=pair.profile)  # fmt: skip
     if out is not None:
         writers.write_errors(result, Path(out), _meta(pair, base_name, rl_name))
     return result
@@ -223,7 +226,8 @@ def analyze_likelihood(
 
     try:
         result = likelihood_analysis(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
-                                     base_history=pair.base_history, rl_history=pair.rl_history, counters=pair.counters)  # fmt: skip
+                                     base_history=pair.base_history, rl_history=pair.rl_history,
+                                     counters=pair.counters, profile=pair.profile)  # fmt: skip
     except MissingCapability as exc:
         if out is not None:
             write_skipped(out, "likelihood", str(exc), meta())
@@ -276,7 +280,7 @@ def analyze_judge(
             write_skipped(out, "judge", reason, meta)
         raise MissingCapability(reason)
     pools, notes = equal_pool(make_env, tasks, groups, states, np.random.default_rng([seed, 4404]),
-                              counters=runs[0].counters)
+                              counters=runs[0].counters, profile=runs[0].profile)
     points = [p for pool in pools for p in pool]
     pick = None
     if candidates is not None:

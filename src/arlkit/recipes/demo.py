@@ -2,7 +2,8 @@
 
 1. Build the nano model offline (tokenizer trained on arlkit's own prompts, random weights).
 2. Behaviour cloning on budget-sensitive FrozenLake training maps (oracle labels at the full budget).
-3. GRPO at the full budget and GRPO-BudgetMix from the same checkpoint, with the same seeds and step
+3. RL at the full budget (Full) and with BudgetMix from the same checkpoint (GiGPO advantages with dynamic
+   filtering, AA §5's ingredients), with the same seeds and step
    counts (they differ only in the budget distribution), as two parallel processes.
 4. Evaluate Base (the cloned model), Full and BudgetMix on held-out maps at 25/50/75/100% of T_max with
    announced budgets: Pass@k with 95% bootstrap CIs over tasks, and the paired BudgetMix - Full
@@ -35,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from arlkit.config import ConfigError, EnvSpec, config_to_plain
-from arlkit.recipes.demo_outputs import analysis_readings, base_r_single, demo_findings, wall_time, write_summary, write_tables
+from arlkit.recipes.demo_outputs import (
+    METHODS, analysis_readings, base_r_single, demo_findings, wall_time, write_summary, write_tables,
+)
 from arlkit.rollout.prompts import PromptConfig
 from arlkit.rundir import atomic_write_text, claim_run_dir
 from arlkit.train.tracking import progress_bar
@@ -67,7 +70,7 @@ class DemoPlan:
     budgets: tuple[str, ...] = ("25%", "50%", "75%", "100%")
     workers: int = 2
     env: EnvSpec = field(default_factory=lambda: EnvSpec("frozenlake", dict(DEMO_ENV)))
-    prompt: PromptConfig = field(default_factory=lambda: PromptConfig("announced", history=0, counters="observation"))
+    prompt: PromptConfig = field(default_factory=lambda: PromptConfig("announced", history=0, profile="compact"))
 
     def overrides(self, stage: str) -> dict[str, Any]:
         """The config overrides of ``stage`` (``sft`` or ``rl``) with the plan's environment and prompts."""
@@ -77,33 +80,42 @@ class DemoPlan:
 def demo_plan(quick: bool) -> DemoPlan:
     """The full demo (<= 15 minutes on a 2-core CPU) or ``--quick`` (<= 3 minutes, a smoke test).
 
-    Prompts show the current map only (``history: 0``: the map is the whole FrozenLake state) with the
-    turn counters after it (``counters: observation``; the system prompt states the total budget), so
-    every row of a batch with the same budget shares the system prompt, computed once: this is what
-    makes hundreds of BC steps and tens of RL steps fit in the time bound on a 2-core CPU."""
+    The recipe (docs/training.md, "The demo's recipe", with what was tried and measured):
+
+    - **Compact prompts** (``profile: compact``, ``history: 0``): the current map after one budget line
+      (``turns remaining: 05 of 08``), ~58 tokens per step row instead of ~290, in every stage.
+    - **Cloning a budget-unaware expert**: states from a noisy oracle playing BudgetMix budgets (so the
+      model has seen every announced budget), labels from the oracle planning for T_max at every step
+      (``label_horizon: t_max``): the base plays the full-budget policy whatever the prompt announces,
+      which leaves BudgetMix something to learn at tight budgets (RT §5.2) and Full RL nothing to
+      change there.
+    - **lr 1e-3 with cosine decay for cloning**: at 3e-3 the loss stayed at the label marginal for 400
+      steps; RL at lr 3e-4 with a small KL (0.01) to the base.
+    - **GiGPO with dynamic filtering** for both RL runs (AA §5): FrozenLake states recur within a group,
+      so step-level groups assign credit per state, and all-equal groups are resampled; over the same
+      steps GRPO moved neither budget's Pass@1."""
     common_rl: dict[str, Any] = {
-        "algo": {"step_rows": True, "kl_coef": 0.01},
+        "algo": {"adv_estimator": "gigpo", "dynamic_filtering": True, "step_rows": True, "kl_coef": 0.01},
         "sampling": {"temperature": 1.0, "max_new_tokens": 8}, "train_tasks": 600, "progress": False,
         "optim": {"lr": 3e-4}, "checkpoint_every": 5,
     }
-    common_sft: dict[str, Any] = {"expert": "noisy-oracle:0.3", "relabel": True, "tasks": 600, "samples": 4,
-                                  "batch_rows": 64}
+    common_sft: dict[str, Any] = {"expert": "noisy-oracle:0.3", "relabel": True, "label_horizon": "t_max",
+                                  "budget": "budgetmix", "tasks": 600, "samples": 4, "batch_rows": 64,
+                                  "optim": {"lr": 1e-3, "warmup_steps": 20, "schedule": "cosine"}}
     if quick:
         return DemoPlan(
             # enough cloning to learn the reply format (an unformatted model runs every turn of every budget)
-            sft={**common_sft, "tasks": 48, "samples": 2, "steps": 40, "batch_rows": 32, "optim": {"lr": 3e-3}},
+            sft={**common_sft, "tasks": 48, "samples": 2, "steps": 60, "batch_rows": 32},
             rl={**common_rl, "steps": 2, "tasks_per_step": 4, "group_size": 4, "checkpoint_every": 1,
                 "validation": {"every": 1, "tasks": 4, "dynamics": {"states": 16, "actions": 2, "pool_tasks": 4,
                                                                    "pool_samples": 2}}},
             eval_tasks=8, eval_samples=8,
         )
-    # Measured on the 2-core CPU: BC ~0.65-0.8 s per 64-row step (its loss plateaus after ~50 steps at
-    # this size); an RL step of 8 x 8 rollouts ~7.7 s with the two runs in parallel; the 12 evaluations
-    # 140-165 s on two processes. The whole demo took 10-11 minutes (10:18 and 10:55 wall, two sessions).
+    # Measured on the 2-core CPU: see docs/training.md, "The demo's recipe".
     return DemoPlan(
-        sft={**common_sft, "steps": 120, "optim": {"lr": 3e-3}},
-        rl={**common_rl, "steps": 48, "tasks_per_step": 8, "group_size": 8,
-            "validation": {"every": 12, "tasks": 32, "dynamics": {"states": 128, "actions": 4, "pool_tasks": 32,
+        sft={**common_sft, "steps": 300},
+        rl={**common_rl, "steps": 60, "tasks_per_step": 8, "group_size": 8,
+            "validation": {"every": 10, "tasks": 32, "dynamics": {"states": 128, "actions": 4, "pool_tasks": 32,
                                                                 "pool_samples": 2}}},
         eval_tasks=100, eval_samples=8,
     )
@@ -248,14 +260,14 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
         say(f"  {sft.rows} demonstration steps, final loss {sft.final_loss:.3f}")
     stages.done("bc")
 
-    runs = {"Full": out / "grpo-full", "BudgetMix": out / "grpo-budgetmix"}
+    runs = {"Full": out / "rl-full", "BudgetMix": out / "rl-budgetmix"}
     budgets = {"Full": "full", "BudgetMix": "budgetmix"}
     train_jobs = [(run.name, "train", {"config": {**plan.overrides("rl"), "model": str(bc / "model"),
                                                   "budget": budgets[method]},
                                        "out": str(run)})
                   for method, run in runs.items() if not (run / "final" / "config.json").is_file()]
     if train_jobs:
-        say(f"GRPO at the full budget and GRPO-BudgetMix from the BC checkpoint, {plan.rl['steps']} steps each, "
+        say(f"RL at the full budget (Full) and with BudgetMix from the BC checkpoint, {plan.rl['steps']} steps each, "
             "in parallel")
         status = _training_status(runs, plan.rl["steps"])
         with progress_bar(2 * plan.rl["steps"], status()[0], progress, "RL", unit="steps") as update:
@@ -305,7 +317,8 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
         findings = demo_findings(tables.rows, tables.bound, base_r_single(runs))
         from arlkit.report.html import write_html_report
 
-        write_html_report([out], out / "report.html", title="arlkit demo: GRPO vs GRPO-BudgetMix on the tiny model")
+        write_html_report([out], out / "report.html", title="arlkit demo: RL at the full budget vs BudgetMix on the tiny model",
+                          findings=findings, names={method.lower(): method for method in METHODS})
         update(2, "report.html")
     stages.done("report")
     seconds = stages.seconds
@@ -326,8 +339,8 @@ def final_message(out: Path, seconds: dict[str, float], findings: list[str]) -> 
         "  training_dynamics.png  R_multi, R_single and training success over the RL steps",
         "  report.html            every evaluation, the diagnostics and the training curves in one page",
         "  analysis/              Base vs Full step by step: matched states (steps.*), error states (errors.*)",
-        "  bc/ grpo-full/ grpo-budgetmix/ eval/ logs/   the stages' run folders and the workers' logs",
-        f"  check the BudgetMix run: arlkit budgetmix audit {out}/grpo-budgetmix",
+        "  bc/ rl-full/ rl-budgetmix/ eval/ logs/   the stages' run folders and the workers' logs",
+        f"  check the BudgetMix run: arlkit budgetmix audit {out}/rl-budgetmix",
     ])  # fmt: skip
 
 

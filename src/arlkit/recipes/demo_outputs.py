@@ -133,15 +133,17 @@ def write_tables(out: Path, plan: DemoPlan, runs: Mapping[str, Path]) -> DemoTab
 
 
 def base_r_single(runs: Mapping[str, Path]) -> float | None:
-    """The base (behaviour-cloned) model's R_single: the RL runs validate their starting checkpoint at
-    step 0 (:mod:`arlkit.recipes.rl`), so it is the ``val/r_single`` of step 0 of the first run that has
-    one (``None`` when no run validated step 0)."""
+    """The base (behaviour-cloned) model's optimal-action rate on the R_single state pool (the issue's
+    "R_single >= 0.8"; ``val/r_single_optimal``: the share of sampled replies that are oracle-optimal for
+    the announced remaining budget). The RL runs validate their starting checkpoint at step 0
+    (:mod:`arlkit.recipes.rl`), so it is step 0's value of the first run that has one (``None`` when no
+    run validated step 0)."""
     from arlkit.train import read_metrics
 
     for run in runs.values():
         for line in read_metrics(run / "metrics.jsonl"):
-            if int(line["step"]) == 0 and "val/r_single" in line:
-                return float(line["val/r_single"])
+            if int(line["step"]) == 0 and "val/r_single_optimal" in line:
+                return float(line["val/r_single_optimal"])
     return None
 
 
@@ -166,7 +168,7 @@ def demo_findings(rows: Sequence[Mapping[str, Any]], bound: Mapping[int, float],
     for the differences), one line each, stated as measured with ``MET`` or ``MISSED``:
 
     1. the base plays: Base Pass@1 at T_max >= :data:`BASE_SHARE_OF_OPTIMUM` x the expected optimum,
-       and its R_single >= :data:`BASE_R_SINGLE` (``r_single``; ``None``: not measured, so missed);
+       and its optimal-action rate >= :data:`BASE_R_SINGLE` (``r_single``; ``None``: not measured, so missed);
     2. RL helps where the budget is ample: Full - Base at T_max >= :data:`RL_GAIN` with the CI above 0;
     3. and less where it is tight: Full - Base at the smallest budget is below that at T_max, which is
        resolvably positive (CI above 0); by point estimate (the line says whether the two CIs overlap);
@@ -176,7 +178,7 @@ def demo_findings(rows: Sequence[Mapping[str, Any]], bound: Mapping[int, float],
     Args:
         rows: ``table.csv``'s rows (:attr:`DemoTables.rows`); only ``k = 1`` is read.
         bound: the expected optimum per T (:attr:`DemoTables.bound`).
-        r_single: the base model's R_single (:func:`base_r_single`).
+        r_single: the base model's optimal-action rate on the R_single pool (:func:`base_r_single`).
     """
     cell = {(r["method"], int(r["T"])): r for r in rows if int(r["k"]) == 1}
     budget = {int(r["T"]): str(r["budget"]) for r in rows}
@@ -191,8 +193,8 @@ def demo_findings(rows: Sequence[Mapping[str, Any]], bound: Mapping[int, float],
     shown = "not measured (no step-0 validation)" if r_single is None else f"{r_single:.3f}"
     one = (f"1. The base plays: {_verdict(plays and steps)}. Base Pass@1 at {at(t_max)} is {_with_ci(base, False)}% "
            f"({'>=' if plays else '<'} {BASE_SHARE_OF_OPTIMUM:g} x the expected optimum {100 * optimum:.1f}% = "
-           f"{100 * BASE_SHARE_OF_OPTIMUM * optimum:.1f}%); its R_single (mean oracle step quality on the fixed "
-           f"state pool, step-0 validation of the RL runs) is {shown} (needs >= {BASE_R_SINGLE:g}).")
+           f"{100 * BASE_SHARE_OF_OPTIMUM * optimum:.1f}%); its optimal-action rate on the fixed R_single state "
+           f"pool (step-0 validation of the RL runs) is {shown} (needs >= {BASE_R_SINGLE:g}).")
 
     gain = cell[("Full - Base", t_max)]
     helps = gain["pass"] >= RL_GAIN - _EPS and gain["ci_low"] > 0
@@ -202,10 +204,12 @@ def demo_findings(rows: Sequence[Mapping[str, Any]], bound: Mapping[int, float],
     small = cell[("Full - Base", tight)]
     shrinks = gain["ci_low"] > 0 and small["pass"] < gain["pass"]
     overlap = small["ci_high"] >= gain["ci_low"] and gain["ci_high"] >= small["ci_low"]
-    if gain["ci_low"] <= 0:
-        how = "there is no resolvable advantage at T_max to shrink"
+    if small["pass"] < gain["pass"]:
+        how = "the advantage shrinks"
     else:
-        how = "the advantage shrinks" if shrinks else "the advantage does not shrink"
+        how = "the advantage does not shrink: it is as large or larger at the tight budget (RT found it smaller)"
+    if gain["ci_low"] <= 0:
+        how += "; at T_max it is not resolvable (CI contains 0)"
     three = (f"3. ... and less where the budget is tight: {_verdict(shrinks)}. Full - Base is {_with_ci(small)} points at "
              f"{at(tight)} vs {_with_ci(gain)} at {at(t_max)}: {how} (point estimates; the two CIs "
              f"{'overlap' if overlap else 'do not overlap'}).")
@@ -291,19 +295,38 @@ def write_summary(out: Path, plan: DemoPlan, tables: DemoTables, findings: Seque
     atomic_write_text(out / "summary.md", _summary(plan, tables, findings, readings, seconds, runs))
 
 
+def _label_horizon(plan: DemoPlan) -> str:
+    if plan.sft.get("label_horizon") == "t_max":
+        return "T_max at every step (a budget-unaware expert)"
+    return "the announced remaining budget"
+
+
+def _prompt_sentence(prompt: Any) -> str:
+    """How the demo's prompts look, in one sentence (with the recorded prompt version)."""
+    from arlkit.rollout.prompts import prompt_version
+
+    window = "the current map only" if prompt.history == 0 else f"history {prompt.history}"
+    if prompt.profile == "compact":
+        layout = "after a one-line budget statement ('turns remaining: 05 of 08'), no system prompt"
+    else:
+        layout = "with the turn counters " + ("after it" if prompt.counters == "observation" else "in the system prompt")
+    return f"Prompts ({prompt_version(prompt)}) show {window} {layout}; the same prompts in cloning, RL and evaluation."
+
+
 def _summary(plan: DemoPlan, tables: DemoTables, findings: Sequence[str], readings: Sequence[str],
              seconds: Mapping[str, float], runs: Mapping[str, Path]) -> str:
     rows, budgets_T, ks, t_max = tables.rows, tables.budgets_T, tables.ks, tables.t_max
     cell = {(r["method"], r["T"], r["k"]): r for r in rows}
     lines = [
-        "# arlkit demo: GRPO at the full budget vs GRPO-BudgetMix (RT Table 1 on the embedded tiny model)",
+        "# arlkit demo: RL at the full budget vs BudgetMix (RT Table 1 on the embedded tiny model)",
         "",
-        f"Nano model (~1M parameters), behaviour-cloned, then {plan.rl['steps']} GRPO steps each "
-        f"({plan.rl['tasks_per_step']} maps x {plan.rl['group_size']} rollouts per step, same seeds); evaluated on "
+        f"Nano model (~1M parameters), behaviour-cloned, then {plan.rl['steps']} RL steps each "
+        f"({plan.rl['algo'].get('adv_estimator', 'grpo')} advantages"
+        f"{', dynamic filtering' if plan.rl['algo'].get('dynamic_filtering') else ''}, "
+        f"{plan.rl['tasks_per_step']} maps x {plan.rl['group_size']} rollouts per step, same seeds); evaluated on "
         f"{plan.eval_tasks} held-out budget-sensitive 5x5 FrozenLake maps (slippery, success rate 0.8, "
         f"T_max = {t_max}), {plan.eval_samples} samples per map and budget, budgets announced in the prompt. "
-        f"Prompts show the current map (history {plan.prompt.history}) with the turn counters "
-        f"{'after it' if plan.prompt.counters == 'observation' else 'in the system prompt'}.",
+        f"{_prompt_sentence(plan.prompt)} Behaviour cloning labels: the oracle planning for {_label_horizon(plan)}.",
         "",
         "## Findings (held-out maps, Pass@1 in %, differences in points, 95% bootstrap CIs over maps, paired for "
         "differences)",
@@ -315,7 +338,7 @@ def _summary(plan: DemoPlan, tables: DemoTables, findings: Sequence[str], readin
         lines += [f"## Pass@{k} (%, 95% bootstrap CI over maps)", ""]
         header = ["method"] + [f"T={T} ({round(100 * T / t_max)}%)" for T in budgets_T]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for method in (*METHODS, "BudgetMix - Full"):
+        for method in (*METHODS, "Full - Base", "BudgetMix - Full"):
             values = [cell[(method, T, k)] for T in budgets_T]
             lines.append(f"| {method} | " + " | ".join(
                 f"{_pct(v['pass'])} [{_pct(v['ci_low'])}, {_pct(v['ci_high'])}]" for v in values) + " |")
