@@ -192,3 +192,26 @@ def test_relabelling_from_the_replayed_trajectory_gives_the_request_time_labels(
         assert optimal == [live.optimal[(t.policy_seed, k)] for k in range(len(t.turns))]
         assert [turn.remaining for turn in t.turns] == (
             [t.budget - k for k in range(len(t.turns))] if budget_mode == "announced" else [None] * len(t.turns))
+
+
+def test_label_horizon_t_max_labels_what_the_oracle_planning_for_t_max_would_do() -> None:
+    """``label_horizon: t_max`` is a budget-unaware expert: every label is optimal for T_max whatever the
+    prompt announces, and on budget-sensitive maps at a tight budget it differs from the budget-aware label."""
+    from arlkit.analysis.states import replay
+
+    args = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitive"}
+    common = dict(env=EnvSpec("frozenlake", args), expert="noisy-oracle:0.3", tasks=12, samples=2, budget="25%",
+                  prompt=PromptConfig(history=0, profile="compact"))
+    unaware = collect_demonstrations(SFTConfig(label_horizon="t_max", **common))
+    aware = collect_demonstrations(SFTConfig(label_horizon="announced", **common))
+    env = make("frozenlake", **args)
+    tasks = {task.task_id: task for task in env.tasks("train", 12)}
+    differ = 0
+    for t, optimal, optimal_aware in zip(unaware.trajectories, unaware.optimal, aware.optimal, strict=True):
+        assert t.budget == 8
+        for k in replay(env, tasks[t.task_id], t):
+            assert optimal[k] == {a.lower() for a in env.optimal_actions(32)}
+            assert optimal_aware[k] == {a.lower() for a in env.optimal_actions(t.budget - k)}
+            assert t.turns[k].prompt.messages[-1]["content"].startswith(f"turns remaining: {8 - k:02d} of 08\n")
+            differ += optimal[k] != optimal_aware[k]
+    assert differ > 0

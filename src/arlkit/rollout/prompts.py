@@ -17,8 +17,8 @@ from typing import Literal
 from arlkit.policies.protocol import Message
 
 __all__ = [
-    "BUDGET_MODES", "COMPACT_PROMPT_VERSION", "PROMPT_PROFILES", "PROMPT_VERSION", "PromptConfig", "budget_line", "build_messages", "prompt_version",
-    "system_prompt", "turn_messages",
+    "BUDGET_MODES", "COMPACT_PROMPT_VERSION", "PROMPT_PROFILES", "PROMPT_VERSION", "PromptConfig", "budget_line",
+    "build_messages", "prompt_version", "system_prompt", "turn_messages",
 ]
 
 PROMPT_VERSION = "arlkit-budget-prompt-v1"
@@ -48,9 +48,10 @@ class PromptConfig:
             cache of the whole history. (Ignored by the ``compact`` profile, whose budget line always
             precedes each observation.)
         profile: ``rt`` (RT Table 2's system prompt with the environment's instruction and action
-            format) or ``compact`` (no system prompt, a one-line budget statement before each
-            observation: for the embedded tiny model, whose rows then cost ~45 tokens instead of ~280).
-            Train and evaluate with the same profile.
+            format) or ``compact`` (no system prompt, so neither the task nor the reply format is
+            stated, only a one-line budget statement before each observation: for a model that learns
+            both by cloning, like the embedded tiny one, whose FrozenLake step rows then cost ~58 tokens
+            with the reply instead of ~290). Train and evaluate with the same profile.
     """
 
     budget_mode: BudgetMode = "announced"
