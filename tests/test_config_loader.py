@@ -28,10 +28,12 @@ def _yaml(tmp_path: Path, text: str) -> Path:
 @pytest.mark.parametrize("cls", CONFIGS)
 def test_env_and_prompt_are_sections(cls: type, tmp_path: Path) -> None:
     text = "env: {name: frozenlake, args: {size: 5}}\nprompt: {budget_mode: announced, history: 0, counters: observation}\n"
-    config = load_config(cls, _yaml(tmp_path, text), {"env.args.t_max": "12", "prompt.counters": "system"})
+    config = load_config(cls, _yaml(tmp_path, text), {"env.args.t_max": "12", "prompt.counters": "system",
+                                                       "prompt.profile": "compact"})
     assert config.env == EnvSpec("frozenlake", {"size": 5, "t_max": 12})
-    assert config.prompt == PromptConfig("announced", 0, "system")
-    assert config_to_plain(config)["prompt"] == {"budget_mode": "announced", "history": 0, "counters": "system"}
+    assert config.prompt == PromptConfig("announced", 0, "system", "compact")
+    assert config_to_plain(config)["prompt"] == {"budget_mode": "announced", "history": 0, "counters": "system",
+                                                 "profile": "compact"}
     # the defaults are those of the sections' own classes
     assert cls().env == EnvSpec() and cls().prompt == PromptConfig()
 
