@@ -121,6 +121,8 @@ def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Pa
                        samples=2, prompt=PromptConfig(history=1), steps=7, batch_rows=8,
                        optim=OptimConfig(lr=3e-3, warmup_steps=2), checkpoint_every=2)
     reference = run_sft(config, tmp_path / "reference", progress=False)
+    # the default rt profile is left out of the identity, as run folders recorded before profiles hold it
+    assert "profile" not in json.loads((tmp_path / "reference" / "run.json").read_text())["config"]["prompt"]
 
     real_score_rows, calls = sft_module.score_rows, [0]
 

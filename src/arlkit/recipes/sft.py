@@ -206,7 +206,10 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     are checked (:func:`~arlkit.train.checks.check_sft_config`) before anything is written to ``out``."""
     out = Path(out)
     check_sft_config(config)
-    identity = {"config": config_to_plain(config), "prompt_version": prompt_version(config.prompt)}
+    plain = config_to_plain(config)
+    if plain["prompt"]["profile"] == "rt":  # as recorded before profiles existed, so those runs still resume
+        del plain["prompt"]["profile"]
+    identity = {"config": plain, "prompt_version": prompt_version(config.prompt)}
     claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every",), allowed=("base_model",))
     if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():
         return _finished(out)  # the same command again: the run is done
