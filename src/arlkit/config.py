@@ -39,6 +39,7 @@ __all__ = [
     "config_to_dict",
     "config_to_plain",
     "flat_plain",
+    "identity_prompt",
     "load_config",
     "parse_key_values",
     "parse_yaml",
@@ -291,6 +292,12 @@ A config class lists its own in a ``MOVED_KEYS`` class attribute; such a key is 
 place (``history: moved to prompt.history``)."""
 
 
+def identity_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
+    """A plain ``prompt`` section as run identities record it: without ``profile`` when it is the default
+    ``rt``, the form recorded before profiles existed, so those runs still resume."""
+    return {k: v for k, v in prompt.items() if not (k == "profile" and v == "rt")}
+
+
 def flat_plain(config: Any) -> dict[str, Any]:
     """:func:`config_to_plain` with the ``env`` and ``prompt`` sections spliced back, in place, as the
     flat keys they replaced (``env``, ``env_args``; ``budget_mode``, ``history``, ``counters``): the form
@@ -301,7 +308,7 @@ def flat_plain(config: Any) -> dict[str, Any]:
         if key == "env" and isinstance(value, dict):
             out["env"], out["env_args"] = value["name"], value["args"]
         elif key == "prompt" and isinstance(value, dict):
-            out.update({k: v for k, v in value.items() if not (k == "profile" and v == "rt")})
+            out.update(identity_prompt(value))
         else:
             out[key] = value
     return out

@@ -202,17 +202,15 @@ def test_analysis_readings(tmp_path: Path) -> None:
 def test_summary_and_final_message_give_the_same_wall_time(tmp_path: Path) -> None:
     """The stages are timed back to back (they add up to the whole run), and summary.md's wall-time line
     is the final message's, report stage included."""
-    import time
-
     from arlkit.recipes.demo import _Stages, demo_plan, final_message
     from arlkit.recipes.demo_outputs import DemoTables, wall_time, write_summary
 
-    t0 = time.monotonic()
-    stages = _Stages()
+    ticks = iter([100.0, 101.5, 104.0, 110.0, 111.0, 111.25, 112.0])  # a fake clock: creation, then one per stage
+    stages = _Stages(clock=lambda: next(ticks))
     for stage in ("model", "bc", "rl", "eval", "analysis", "report"):
-        time.sleep(0.01)
         stages.done(stage)
-    assert sum(stages.seconds.values()) == pytest.approx(time.monotonic() - t0, abs=0.01)
+    assert stages.seconds == {"model": 1.5, "bc": 2.5, "rl": 6.0, "eval": 1.0, "analysis": 0.25, "report": 0.75}
+    assert sum(stages.seconds.values()) == 12.0  # back to back: the stages add up to creation .. last stage
     seconds = {"model": 6.2, "bc": 19.4, "rl": 27.0, "eval": 40.1, "analysis": 9.6, "report": 8.3}
     tables = DemoTables(_rows({}), list(BUDGETS), [1, 8], {T: 0.0 for T in BUDGETS}, BOUND, {}, 32)
     runs = {"Full": tmp_path / "rl-full", "BudgetMix": tmp_path / "rl-budgetmix"}

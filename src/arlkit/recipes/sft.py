@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from arlkit.analysis.states import replay
-from arlkit.config import ConfigError, config_to_plain
+from arlkit.config import ConfigError, config_to_plain, identity_prompt
 from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
 from arlkit.envs import Oracle, Task, make
 from arlkit.policies import Message, Request, make_policy
@@ -207,8 +207,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     out = Path(out)
     check_sft_config(config)
     plain = config_to_plain(config)
-    if plain["prompt"]["profile"] == "rt":  # as recorded before profiles existed, so those runs still resume
-        del plain["prompt"]["profile"]
+    plain["prompt"] = identity_prompt(plain["prompt"])
     identity = {"config": plain, "prompt_version": prompt_version(config.prompt)}
     claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every",), allowed=("base_model",))
     if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():
