@@ -300,7 +300,8 @@ def identity_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
 
 def flat_plain(config: Any) -> dict[str, Any]:
     """:func:`config_to_plain` with the ``env`` and ``prompt`` sections spliced back, in place, as the
-    flat keys they replaced (``env``, ``env_args``; ``budget_mode``, ``history``, ``counters``): the form
+    flat keys they replaced (``env``, ``env_args``; ``budget_mode``, ``history``, ``counters``; the
+    ``engine`` section as its ``max_active``): the form
     run identities (``run.json``) were recorded in before the nesting, so those runs still resume. The
     prompt ``profile`` appears only where it is not the default ``rt`` (runs from before it existed)."""
     out: dict[str, Any] = {}
@@ -309,6 +310,8 @@ def flat_plain(config: Any) -> dict[str, Any]:
             out["env"], out["env_args"] = value["name"], value["args"]
         elif key == "prompt" and isinstance(value, dict):
             out.update(identity_prompt(value))
+        elif key == "engine" and isinstance(value, dict):
+            out["max_active"] = value["max_active"]  # the engine's other bounds came later, none changes results
         else:
             out[key] = value
     return out

@@ -27,6 +27,10 @@ GREEDY = SamplingConfig(temperature=0.0, max_new_tokens=10)
 FAST = OpenAIConfig(timeout=10.0, max_retries=0)
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the async engine connects all at once; the default backlog of 5 drops SYNs
+
+
 @pytest.fixture(scope="module")
 def server(spiky) -> Iterator[OpenAICompatibleServer]:  # type: ignore[no-untyped-def]
     with OpenAICompatibleServer(make_hf(spiky, sampling=GREEDY), "tiny") as srv:
@@ -129,7 +133,7 @@ class _Flaky(BaseHTTPRequestHandler):
 @pytest.fixture
 def flaky() -> Iterator[tuple[str, type[_Flaky]]]:
     handler = type("Flaky", (_Flaky,), {"statuses": [], "seen": []})
-    http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    http = _Server(("127.0.0.1", 0), handler)
     http.daemon_threads = True
     thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()

@@ -1,8 +1,9 @@
 """Asking a policy for next actions at restored states, and continuing from them to the end.
 
-Both helpers batch across states: one ``policy.generate`` call serves many states at once, and the
-randomness of every request depends only on ``(seed, tag, state index, sample index)``, never on
-the batch it travels in.
+Both go through the rollout engine (:mod:`arlkit.rollout.engine`): a served model gets every request
+as soon as it is ready, a batched policy gets batches across states, and continuations are
+trajectories that resume at the state. The randomness of every request depends only on
+``(seed, tag, state index, sample index)``, never on the batch it travels in.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from arlkit.envs.capabilities import action_quality
-from arlkit.analysis.states import StatePoint, extend_point, point_request, restore_point
+from arlkit.envs.capabilities import action_quality, require_snapshots
+from arlkit.analysis.states import StatePoint, point_request, restore_point
 from arlkit.envs import Env, StepResult
 from arlkit.policies.protocol import Policy, Reply, Request
+from arlkit.rollout.engine import EngineConfig, Start, answer, run_starts
+from arlkit.rollout.prompts import PromptConfig
+from arlkit.rollout.records import Trajectory, TurnRecord
 from arlkit.rollout.seeds import derive_seed
+from arlkit.rollout.turns import LiveTrajectory
 
 __all__ = ["ActionSample", "Continuation", "continue_from", "execute_reply", "generate_batched", "sample_actions"]
 
@@ -39,15 +44,9 @@ class ActionSample:
 
 
 def generate_batched(policy: Policy, requests: Sequence[Request], batch_size: int) -> list[Reply]:
-    """``policy.generate`` over ``requests`` in chunks of ``batch_size``."""
-    replies: list[Reply] = []
-    for start in range(0, len(requests), batch_size):
-        chunk = list(requests[start : start + batch_size])
-        out = policy.generate(chunk)
-        if len(out) != len(chunk):
-            raise RuntimeError(f"policy {getattr(policy, 'name', policy)!r} returned {len(out)} replies for {len(chunk)} requests")
-        replies.extend(out)
-    return replies
+    """One reply per request through the rollout engine's policy path: an async policy gets them
+    all at once, a batched one in batches of at most ``batch_size``."""
+    return answer(policy, requests, max_concurrency=batch_size)
 
 
 def sample_actions(
@@ -119,6 +118,25 @@ class Continuation:
     error: str | None = None
 
 
+def _from_point(point: StatePoint, seed: int, sample: int) -> Callable[[Env], LiveTrajectory]:
+    """A trajectory that resumes at ``point``: the environment restored to its snapshot, its turns so
+    far the point's replies and observations, so the next request is the point's own."""
+
+    def begin(env: Env) -> LiveTrajectory:
+        require_snapshots(env)
+        env.reset(point.task, 0)
+        env.restore(point.snapshot)  # type: ignore[attr-defined]
+        prompt = PromptConfig(point.budget_mode, point.history, point.counters, point.profile)  # type: ignore[arg-type]
+        turns = [TurnRecord(reply, None, True, 0.0, observation)
+                 for reply, observation in zip(point.replies, point.observations[1:], strict=True)]
+        record = Trajectory(env=env.name, policy="continuation", task_id=point.task.task_id, sample=sample,
+                            budget=point.budget, budget_mode=point.budget_mode, env_seed=0, policy_seed=seed,
+                            initial_observation=point.observations[0], turns=turns)
+        return LiveTrajectory(point.task, point.budget, seed, env, record, list(point.observations), prompt)
+
+    return begin
+
+
 @dataclass
 class _Running:
     index: int
@@ -148,28 +166,19 @@ def continue_from(
     """
     if n_continuations < 1:
         raise ValueError(f"n_continuations must be >= 1, got {n_continuations}")
-    results: list[list[Continuation | None]] = [[None] * n_continuations for _ in points]
-    running = [
-        _Running(i, j, restore_point(make_env, p), p, []) for i, p in enumerate(points) for j in range(n_continuations)
-    ]
-    for item in running:
-        if item.point.remaining < 1:
-            results[item.index][item.j] = Continuation(False, 0, ())
-    running = [r for r in running if r.point.remaining >= 1]
-    while running:
-        requests = [point_request(r.point, r.env, derive_seed(seed, tag, r.index, r.j)) for r in running]
-        replies = generate_batched(policy, requests, batch_size)
-        still = []
-        for item, reply in zip(running, replies, strict=True):
-            if reply.error is not None:
-                results[item.index][item.j] = Continuation(False, len(item.actions), tuple(item.actions), reply.error)
+    results: list[list[Continuation]] = [[] for _ in points]
+    todo = [(i, j) for i, p in enumerate(points) for j in range(n_continuations) if p.remaining >= 1]
+    starts = [Start(make_env, _from_point(points[i], derive_seed(seed, tag, i, j), j)) for i, j in todo]
+    # all alive at once, as before the engine served the analyses: the same batches for a batched policy
+    engine = EngineConfig(max_active=max(1, len(starts)), max_concurrency=batch_size)
+    played = run_starts(starts, policy, engine=engine)
+    ended = {(i, j): live for (i, j), live in zip(todo, played, strict=True)}
+    for i, point in enumerate(points):
+        for j in range(n_continuations):
+            if point.remaining < 1:
+                results[i].append(Continuation(False, 0, ()))
                 continue
-            action, result = execute_reply(item.env, reply.text)
-            item.actions.append(action)
-            item.point = extend_point(item.point, item.env, reply.text, result.observation)
-            if result.success or result.done or item.point.remaining < 1:
-                results[item.index][item.j] = Continuation(bool(result.success), len(item.actions), tuple(item.actions))
-            else:
-                still.append(item)
-        running = still
-    return [[c for c in row if c is not None] for row in results]
+            record = ended[i, j].trajectory
+            actions = tuple(turn.action for turn in record.turns[point.t :])
+            results[i].append(Continuation(record.success, len(actions), actions, record.error))
+    return results

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from arlkit.cli.flags import BACKEND_FLAGS, SAMPLING_FLAGS, Flag, add_flags, flag_overrides, nested
 from arlkit.cli.progress import progress_reporter
+from arlkit.rollout import EngineStats
 from arlkit.config import ConfigError, EnvSpec, load_config
 from arlkit.envs import env_config, list_envs
 from arlkit.recipes.eval import EvalConfig, run_eval
@@ -41,7 +42,15 @@ EVAL_FLAGS: tuple[Flag, ...] = (
     Flag("--prompt-profile", "prompt.profile", "rt: RT Table 2's system prompt; compact: a one-line budget "
          "statement before each observation, no system prompt (the embedded tiny model's)"),
     Flag("--bootstrap", "bootstrap", "bootstrap resamples for CIs"),
-    Flag("--max-active", "max_active", "trajectories in flight at once"),
+    Flag("--max-active", "engine.max_active", "trajectories alive at once (memory bound)"),
+    Flag("--max-concurrency", "engine.max_concurrency", "policy requests in flight at once (a batched "
+         "policy's largest batch)"),
+    Flag("--env-workers", "engine.env_workers", "environment steps in flight at once, for sandboxed "
+         "environments (default: 4 per CPU core, at most 64)"),
+    Flag("--batch-wait", "engine.batch_wait_s", "seconds a batched policy (hf, scripted) waits for more ready "
+         "requests while environments still step"),
+    Flag("--schedule", "engine.schedule", "async: each trajectory on its own; lockstep: one batch per turn "
+         "(the old engine, for comparison)"),
     Flag("--allow-errors", "allow_errors", "compute Pass@(K,T) even while trajectories ended by policy errors "
          "remain, counting them as failures", kind="switch"),
     *nested("sampling", SAMPLING_FLAGS),
@@ -73,8 +82,9 @@ def eval_config_from_args(args: argparse.Namespace) -> EvalConfig:
 def _handle(args: argparse.Namespace) -> int:
     config = eval_config_from_args(args)
     try:
-        with progress_reporter("trajectories") as update:
-            result = run_eval(config, Path(args.out), on_progress=update)
+        stats = EngineStats()
+        with progress_reporter("trajectories", detail=stats.line) as update:
+            result = run_eval(config, Path(args.out), on_progress=update, stats=stats)
     except ValueError as exc:  # bad budgets, too few tasks, ...
         raise ConfigError(str(exc)) from None
     print((Path(args.out) / "summary.md").read_text(encoding="utf-8"))

@@ -11,8 +11,9 @@ __all__ = ["progress_reporter"]
 
 
 @contextmanager
-def progress_reporter(description: str) -> Iterator[Callable[[int, int], None]]:
-    """Yields ``update(done, total)``."""
+def progress_reporter(description: str, detail: Callable[[], str] | None = None) -> Iterator[Callable[[int, int], None]]:
+    """Yields ``update(done, total)``; ``detail()`` adds a live line to it (e.g. the engine's
+    turns/s and requests in flight)."""
     if sys.stderr.isatty():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -23,12 +24,13 @@ def progress_reporter(description: str) -> Iterator[Callable[[int, int], None]]:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
+            TextColumn("{task.fields[detail]}"),
         )
         with Progress(*columns, transient=False) as bar:
-            task = bar.add_task(description, total=None)
+            task = bar.add_task(description, total=None, detail="")
 
             def update(done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total)
+                bar.update(task, completed=done, total=total, detail=detail() if detail else "")
 
             yield update
         return
@@ -41,6 +43,7 @@ def progress_reporter(description: str) -> Iterator[Callable[[int, int], None]]:
         if share > last_share[0]:
             last_share[0] = share
             elapsed = time.monotonic() - start
-            print(f"{description}: {done}/{total} ({elapsed:.0f}s)", file=sys.stderr, flush=True)
+            extra = f", {detail()}" if detail else ""
+            print(f"{description}: {done}/{total} ({elapsed:.0f}s{extra})", file=sys.stderr, flush=True)
 
     yield update_plain

@@ -24,6 +24,9 @@ helper) and raises :class:`MissingCapability` when it is absent
   the mutant is submitted as the injected action, and only states that already have a program
   qualify. Oracle environments with a finite action set get RT App. B.5's construction (docs/metrics.md#error-states): a random
   action, kept only when it increased the shortest distance to success.
+- ``blocking_steps`` — a class attribute, ``True`` when ``reset``/``step`` wait on something slow
+  (a sandboxed program run): the rollout engine then runs them in its worker pool, several at once;
+  other environments step inline (:func:`steps_block`).
 - :class:`FailureDetector` — whether a step was a failed call (tool calling). Default: the step was
   invalid, or its observation carries a JSON error object (``{"error": ...}``, how the tools
   environment reports a call that ran and failed).
@@ -68,6 +71,7 @@ __all__ = [
     "oracle_inject_error",
     "require_snapshots",
     "state_key_of",
+    "steps_block",
 ]
 
 
@@ -164,6 +168,11 @@ def require_snapshots(env: Any, purpose: str = "rebuilding recorded states") -> 
 def state_key_of(env: object) -> str:
     """``str(env.state_key())``, or ``""`` (no key recorded) when ``env`` has no :class:`StateKey`."""
     return str(env.state_key()) if isinstance(env, StateKey) else ""
+
+
+def steps_block(env: object) -> bool:
+    """Whether ``env`` declares ``blocking_steps = True`` (its steps wait on a sandbox or other I/O)."""
+    return getattr(env, "blocking_steps", False) is True
 
 
 @runtime_checkable

@@ -2,11 +2,13 @@
 
 ``openai:MODEL@BASE_URL`` talks to vLLM, SGLang, a llama.cpp server or a hosted API through the
 official ``openai`` client. The API key is read from an environment variable (``OPENAI_API_KEY`` by
-default; a local server needs none). Requests of one turn run concurrently (bounded), every call
-has a timeout, and 429 / 5xx / timeouts / dropped connections / malformed responses are retried
-with exponential backoff. A request that still fails becomes ``Reply(error=...)``: the engine ends
-that trajectory with ``ended_by="policy_error"`` and the run goes on (an evaluation retries it on
-resume). Problems that concern the whole run (server unreachable, unknown model, a server that
+default; a local server needs none). The policy is an :class:`~arlkit.policies.protocol.AsyncPolicy`:
+the rollout engine sends each trajectory's request the moment it is ready (``agenerate``), through
+a few async clients (connection pools) per event loop; ``generate`` serves a batch from synchronous
+code on the policy's own event-loop thread, ``max_concurrency`` at a time. Every call has a timeout, and 429 /
+5xx / timeouts / dropped connections / malformed responses are retried with exponential backoff. A
+request that still fails becomes ``Reply(error=...)``: the engine ends that trajectory with
+``ended_by="policy_error"`` and the run goes on (an evaluation retries it on resume). Problems that concern the whole run (server unreachable, unknown model, a server that
 never returns log-probs when they are required) raise :class:`PolicyError` instead.
 
 Context window: the server's context-length error (HTTP 400, "maximum context length", code
@@ -23,15 +25,17 @@ appended back.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import hashlib
+import inspect
 import json
 import os
 import re
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from arlkit.config import ConfigError
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, PolicyError, Reply, Request
@@ -39,6 +43,8 @@ from arlkit.policies.registry import BackendOptions, SamplingConfig, register_po
 
 __all__ = ["OpenAIConfig", "OpenAIPolicy", "config_from_options", "is_context_length_error", "parse_openai_spec"]
 
+_T = TypeVar("_T")
+_POOLS = 4  # async clients (connection pools) per event loop, used in turn
 _STOP = "</action>"
 _CONTEXT_ERROR = re.compile(r"context[ _-]?(length|size|window)", re.IGNORECASE)
 _CONTEXT_LIMIT = re.compile(r"context[ _-]?(?:length|size|window)(?: is| of)? (\d+)", re.IGNORECASE)
@@ -59,7 +65,8 @@ class OpenAIConfig:
         max_retries: further attempts after a 429, 5xx, timeout or connection failure.
         backoff: seconds before the first retry; doubled before each next one.
         max_backoff: cap on one wait between attempts.
-        max_concurrency: most requests in flight at once.
+        max_concurrency: most requests of one ``generate`` batch in flight at once (the rollout
+            engine bounds the requests it sends through ``agenerate`` itself).
         logprobs: ask the server for per-token log-probs.
         require_logprobs: raise :class:`PolicyError` when the server returns none.
         check_model: at construction, list the server's models and fail early when it is down or
@@ -127,7 +134,8 @@ class OpenAIPolicy:
         config: timeouts, retries, concurrency and log-prob options.
         context_length: the model's context window in tokens, when known (else it is learned from
             the server's first context-length error).
-        sleep: the function used to wait between attempts (tests replace it).
+        sleep: waits between attempts (``asyncio.sleep``; tests replace it, by a coroutine function or
+            a plain function).
     """
 
     def __init__(
@@ -139,7 +147,7 @@ class OpenAIPolicy:
         *,
         name: str | None = None,
         context_length: int | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], Any] = asyncio.sleep,
     ) -> None:
         import openai
 
@@ -161,6 +169,12 @@ class OpenAIPolicy:
             self.client = openai.OpenAI(**kwargs)
         except openai.OpenAIError as exc:
             raise PolicyError(f"cannot create the OpenAI client: {exc}") from None
+        self._client_kwargs = kwargs
+        self._completion = openai.types.chat.ChatCompletion
+        self._clients: dict[asyncio.AbstractEventLoop, list[Any]] = {}  # async clients of each event loop
+        self._turn = 0
+        self._thread: _LoopThread | None = None  # the loop of synchronous generate() calls, made on first use
+        self._slots: asyncio.Semaphore | None = None
         if self.config.check_model:
             self._check_model()
 
@@ -201,7 +215,7 @@ class OpenAIPolicy:
         if self.config.logprobs:
             params["logprobs"] = True
         if s.top_k > 0:
-            params["extra_body"] = {"top_k": s.top_k}
+            params["top_k"] = s.top_k  # not an OpenAI field: vLLM, SGLang and llama.cpp read it
         return params
 
     def _retryable(self, exc: Exception) -> bool:
@@ -224,13 +238,15 @@ class OpenAIPolicy:
         if found and self.context_length is None and int(found.group(1)) >= 2:
             self.context_length = int(found.group(1))
 
-    def _one(self, request: Request) -> Reply:
+    async def _one(self, request: Request) -> Reply:
         openai = self._openai
         params = self._params(request)
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             try:
-                response = self.client.chat.completions.create(**params)
+                # The client's generic POST: the same errors, retries off, response parsing, but
+                # not the per-request walk over the typed parameters (~60% of a turn's CPU here).
+                response = await self._client_here().post("/chat/completions", body=params, cast_to=self._completion)
                 reply = self._reply(response)
             except openai.NotFoundError as exc:
                 raise PolicyError(f"the server at {self._where()} does not know model {self.model!r}: {_message(exc)}") from None
@@ -241,7 +257,9 @@ class OpenAIPolicy:
                     self._learn_limit(exc)
                     return Reply("", finish_reason=CONTEXT_LENGTH_EXCEEDED)
                 if self._retryable(exc) and attempt + 1 < attempts:
-                    self._sleep(min(self.config.max_backoff, self.config.backoff * 2**attempt))
+                    waited = self._sleep(min(self.config.max_backoff, self.config.backoff * 2**attempt))
+                    if inspect.isawaitable(waited):
+                        await waited
                     continue
                 return Reply("", error=f"{type(exc).__name__} after {attempt + 1} attempt(s): {_message(exc)}")
             if self._over_window(response):
@@ -277,17 +295,71 @@ class OpenAIPolicy:
 
     # -- the policy ----------------------------------------------------------------------------
 
+    def _client_here(self) -> Any:
+        """An async client of the running event loop (connections belong to one loop), taken in turn
+        from :data:`_POOLS` clients. httpcore scans every connection of a pool on each request; at
+        256 requests in flight, four pools of 64 took 2.4 ms of CPU per request against 5.5 ms for
+        one pool (loopback server, this 2-core machine)."""
+        loop = asyncio.get_running_loop()
+        clients = self._clients.get(loop)
+        if clients is None:
+            clients = self._clients[loop] = [self._openai.AsyncOpenAI(**self._client_kwargs) for _ in range(_POOLS)]
+        self._turn = (self._turn + 1) % _POOLS
+        return clients[self._turn]
+
+    async def agenerate(self, request: Request) -> Reply:
+        """The reply to one request, sent at once from the caller's event loop (the rollout engine
+        bounds how many are in flight)."""
+        return await self._one(request)
+
+    async def release_loop(self) -> None:
+        """Close the running event loop's client (the engine calls this when its run ends)."""
+        for client in self._clients.pop(asyncio.get_running_loop(), []):
+            await client.close()
+
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
-        """One reply per request, ``max_concurrency`` requests in flight at a time."""
+        """One reply per request, ``max_concurrency`` requests in flight at a time (on the policy's
+        own event-loop thread, so it serves synchronous callers)."""
         if not requests:
             return []
-        workers = min(self.config.max_concurrency, len(requests))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="arlkit-openai") as pool:
-            return list(pool.map(self._one, requests))
+        if self._thread is None:
+            self._thread = _LoopThread("arlkit-openai")
+        futures = [self._thread.submit(self._bounded(r)) for r in requests]
+        return [f.result() for f in futures]
+
+    async def _bounded(self, request: Request) -> Reply:
+        if self._slots is None:  # made on the policy's loop, where it is awaited
+            self._slots = asyncio.Semaphore(self.config.max_concurrency)
+        async with self._slots:
+            return await self._one(request)
 
     def close(self) -> None:
-        """Close the HTTP connections."""
+        """Close the HTTP connections and the policy's event-loop thread."""
+        if self._thread is not None:
+            self._thread.submit(self.release_loop()).result()
+            self._thread.close()
+            self._thread = None
         self.client.close()
+
+
+class _LoopThread:
+    """An event loop on a daemon thread of its own: the async client's connections live there, so the
+    policy serves any caller (a synchronous ``generate``, or engines on other event loops)."""
+
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        if not self._thread.is_alive():
+            self._loop.close()
 
 
 def _message(exc: BaseException) -> str:

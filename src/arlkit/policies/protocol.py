@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["CONTEXT_LENGTH_EXCEEDED", "Message", "Policy", "PolicyError", "Reply", "Request", "ScoringPolicy"]
+__all__ = [
+    "CONTEXT_LENGTH_EXCEEDED", "AsyncPolicy", "Message", "Policy", "PolicyError", "Reply", "Request", "ScoringPolicy",
+]
 
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 """``Reply.finish_reason`` when the prompt plus ``max_new_tokens`` does not fit the policy's context
@@ -87,6 +89,23 @@ class Policy(Protocol):
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
         """One reply per request, in order. Must not raise for a single bad request: report it in
         ``Reply.error`` instead."""
+        ...
+
+
+@runtime_checkable
+class AsyncPolicy(Protocol):
+    """A policy that also answers one request at a time, asynchronously (remote backends).
+
+    The rollout engine sends each trajectory's request through ``agenerate`` the moment its
+    observation is ready, up to its concurrency bound, instead of gathering a batch for
+    ``generate``. The same rules hold: the reply depends only on the request (``seed``, ``turn``,
+    messages), and a failure of this request alone is reported in ``Reply.error``, not raised.
+    """
+
+    name: str
+
+    async def agenerate(self, request: Request) -> Reply:
+        """The reply to one request."""
         ...
 
 

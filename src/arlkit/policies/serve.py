@@ -82,7 +82,7 @@ class OpenAICompatibleServer:
         self.batch_wait = batch_wait
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
         handler = type("_BoundHandler", (_Handler,), {"server_state": self, "timeout": request_timeout})
-        self._http = ThreadingHTTPServer((host, port), handler)
+        self._http = _HTTPServer((host, port), handler)
         self._http.daemon_threads = True
         self._threads: list[threading.Thread] = []
 
@@ -244,6 +244,10 @@ class OpenAICompatibleServer:
                 "total_tokens": prompt_tokens + len(reply.token_ids or ()),
             },
         }
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    request_queue_size = 512  # an async engine opens hundreds of connections at once (the default is 5)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -31,7 +31,7 @@ from arlkit.metrics.passkt import PassRow, default_ks, pass_table
 from arlkit.policies import BackendOptions, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
 from arlkit.rundir import atomic_path, claim_run_dir
-from arlkit.rollout.engine import make_jobs, run_rollouts
+from arlkit.rollout.engine import EngineConfig, EngineStats, make_jobs, run_rollouts
 from arlkit.rollout.prompts import PromptConfig, prompt_version
 from arlkit.rollout.records import CONTEXT_LENGTH_EXCEEDED, JsonlWriter, Trajectory, read_trajectories
 
@@ -62,7 +62,9 @@ class EvalConfig:
         backend: request timeout, retries and context window of LLM backends (only the context
             window is part of the run's identity).
         bootstrap: bootstrap resamples for the confidence intervals.
-        max_active: most trajectories in flight at once (memory bound; results do not depend on it).
+        engine: the rollout engine's bounds: trajectories alive at once (``max_active``), policy
+            requests in flight (``max_concurrency``), environment steps in flight
+            (``env_workers``); results do not depend on them.
         allow_errors: compute Pass@(K,T) even while trajectories ended by policy errors remain,
             counting them as failures (``summary.md`` says so); by default such a policy's table
             is left out until a re-run has retried them.
@@ -80,14 +82,16 @@ class EvalConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     backend: BackendOptions = field(default_factory=BackendOptions)
     bootstrap: int = 2000
-    max_active: int = 256
+    engine: EngineConfig = field(default_factory=EngineConfig)
     allow_errors: bool = False
 
-    MOVED_KEYS: ClassVar[dict[str, str]] = MOVED_KEYS
+    MOVED_KEYS: ClassVar[dict[str, str]] = {**MOVED_KEYS, "max_active": "engine.max_active"}
 
     def __post_init__(self) -> None:
         if not isinstance(self.env, EnvSpec):
             raise ValueError(f"env: expected EnvSpec(name, args), got {self.env!r}")
+        if not isinstance(self.engine, EngineConfig):
+            raise ValueError(f"engine: expected an EngineConfig, got {self.engine!r}")
         if not isinstance(self.prompt, PromptConfig):
             raise ValueError(f"prompt: expected a PromptConfig, got {self.prompt!r}")
         if not self.budgets:
@@ -154,7 +158,7 @@ def _run_identity(config: EvalConfig) -> dict[str, Any]:
     """The parts of a config that determine results (``max_active``, ``allow_errors``, timeouts
     and retries do not)."""
     data = flat_plain(config)  # the flat form of the identities recorded before env and prompt were sections
-    for key in ("max_active", "allow_errors"):
+    for key in ("max_active", "allow_errors"):  # max_active: flat_plain's form of the engine section
         data.pop(key)
     backend = data.pop("backend")
     if backend["context_length"] is not None:  # timeouts and retries do not change results
@@ -184,6 +188,7 @@ def run_eval(
     out: str | Path,
     *,
     on_progress: Callable[[int, int], None] | None = None,
+    stats: EngineStats | None = None,
 ) -> EvalResult:
     """Run (or resume) an evaluation into ``out`` and write its files.
 
@@ -191,6 +196,7 @@ def run_eval(
         config: the evaluation.
         out: run directory; created if needed.
         on_progress: called as ``on_progress(done, total)`` after each finished trajectory.
+        stats: live engine counters to update (turns/s, requests in flight), e.g. for a progress line.
     """
     out = Path(out)
     probe = make(config.env.name, **config.env.args)
@@ -236,7 +242,8 @@ def run_eval(
                     jobs,
                     policy,
                     prompt,
-                    max_active=config.max_active,
+                    engine=config.engine,
+                    stats=stats,
                     on_finish=record,
                     policy_name=spec,
                 )

@@ -135,7 +135,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
             pool_tasks = make_env().tasks("test", val.dynamics.pool_tasks)
             pool = build_state_pool(policy, make_env, pool_tasks, samples=val.dynamics.pool_samples, budget=t_max,
                                     prompt=prompt, states=val.dynamics.states, seed=config.seed,
-                                    max_active=config.max_active)
+                                    engine=config.engine)
             save_state_pool(pool, pool_path)
 
     # -- resume ---------------------------------------------------------------------------------------
@@ -154,7 +154,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
     def validate(step: int) -> dict[str, float]:
         policy.clear_cache()
         metrics = r_multi(policy, make_env, val_tasks, samples=val.samples, budget=t_max, prompt=prompt,
-                          reward=config.reward, seed=config.seed, max_active=config.max_active)
+                          reward=config.reward, seed=config.seed, engine=config.engine)
         if pool:
             metrics |= r_single(policy, make_env, pool, actions=val.dynamics.actions, prompt=prompt, seed=config.seed)
         return metrics
@@ -280,7 +280,7 @@ def _collect_groups(step: int, config: TrainConfig, budgets: Any, algo: Any, tas
                 for job in make_jobs([tasks[int(i)]], config.group_size, budget,
                                      derive_seed(config.seed, "rollout", step, attempt, g),
                                      group=f"s{step}a{attempt}g{g}")]  # fmt: skip
-        trajectories = run_rollouts(make_env, jobs, policy, config.prompt, max_active=config.max_active,
+        trajectories = run_rollouts(make_env, jobs, policy, config.prompt, engine=config.engine,
                                     policy_name="policy", keep_prompts=True)  # fmt: skip
         groups = []
         for g, budget in enumerate(drawn):

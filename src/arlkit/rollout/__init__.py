@@ -1,6 +1,6 @@
-"""Rollouts: budget-aware prompts, reply parsing, the batched engine and trajectory records."""
+"""Rollouts: budget-aware prompts, reply parsing, the asynchronous engine and trajectory records."""
 
-from arlkit.rollout.engine import Job, make_jobs, run_rollouts
+from arlkit.rollout.engine import EngineConfig, EngineStats, Job, arun_rollouts, make_jobs, run_rollouts
 from arlkit.envs.parsing import parse_tagged_action, quote, valid_utf8
 from arlkit.rollout.prompts import (
     BUDGET_MODES,
@@ -18,12 +18,15 @@ __all__ = [
     "BUDGET_MODES",
     "PROMPT_VERSION",
     "prompt_version",
+    "EngineConfig",
+    "EngineStats",
     "Job",
     "JsonlWriter",
     "Prompt",
     "PromptConfig",
     "Trajectory",
     "TurnRecord",
+    "arun_rollouts",
     "build_messages",
     "derive_seed",
     "make_jobs",

@@ -1,11 +1,18 @@
-"""The batched rollout engine: many trajectories advance in lockstep, one policy call per turn.
+"""The rollout engine: every trajectory advances on its own, as soon as what it waits for is ready.
 
-At every tick the engine asks the policy for the next reply of every active trajectory in one
-batch, steps each environment, and retires the trajectories that finished (success, terminal
-state, budget spent, the policy's context window full, or a backend error; each records why in
-``ended_by``); waiting jobs take their places (continuous batching).
-Each trajectory carries its own environment and policy seeds, so its outcome does not depend on
-which other trajectories share its batches.
+Each trajectory is its own asyncio task: it resets its environment, sends its request, steps the
+environment on the reply and sends the next request, until it ends (success, terminal state, budget
+spent, the policy's context window full, or a backend error; each records why in ``ended_by``).
+Two resources are bounded (:class:`EngineConfig`): policy requests in flight and environment steps
+in flight. A served model (:class:`~arlkit.policies.protocol.AsyncPolicy`) gets each request the
+moment it is ready; a local batched policy (Hugging Face, scripted) is fed by a micro-batcher
+(:mod:`arlkit.rollout.dispatch`). Environments whose steps wait on something slow (sandboxed program
+runs: ``blocking_steps``) step in a worker pool; the others step inline, which costs less.
+
+Each trajectory carries its own environment and policy seeds, and a reply depends only on its
+request, so outcomes depend neither on which trajectories share a batch nor on the order they
+finish: results are those of the lockstep schedule (``EngineConfig(schedule="lockstep")``, one
+batch per tick and environments stepped one by one, kept for comparison) at any concurrency.
 
 Every turn records the remaining budget its prompt announced (``TurnRecord.remaining``) and, when
 the caller asks (``keep_prompts``), the exact messages the policy was shown and the prompt token ids
@@ -14,18 +21,29 @@ the backend reports (``TurnRecord.prompt``), so callers read what the policy saw
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import asyncio
+import math
+import os
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Literal, TypeVar
 
-from arlkit.envs.capabilities import state_key_of
-from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
-from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Policy, Reply, Request
-from arlkit.rollout.prompts import PromptConfig, turn_messages
-from arlkit.envs.parsing import valid_utf8
-from arlkit.rollout.records import POLICY_ERROR, Prompt, Trajectory, TurnRecord
+from arlkit.envs.capabilities import steps_block
+from arlkit.envs.protocol import Env, Task
+from arlkit.policies.protocol import Policy, Reply, Request
+from arlkit.rollout.dispatch import EngineStats, policy_caller
+from arlkit.rollout.prompts import PromptConfig
+from arlkit.rollout.records import Trajectory
 from arlkit.rollout.seeds import derive_seed
+from arlkit.rollout.turns import LiveTrajectory, next_request, record_reply, start_trajectory
 
-__all__ = ["Job", "make_jobs", "run_rollouts"]
+__all__ = [
+    "EngineConfig", "EngineStats", "Job", "Start", "aanswer", "answer", "arun_rollouts", "arun_starts",
+    "default_env_workers", "make_jobs", "run_rollouts", "run_starts",
+]
+
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -66,110 +84,210 @@ def make_jobs(tasks: Sequence[Task], samples: int, budget: int, seed: int, group
     ]
 
 
-@dataclass
-class _Active:
-    job: Job
-    env: Env
-    trajectory: Trajectory
-    observations: list[str]
+def default_env_workers() -> int:
+    """Environment steps in flight by default: 4 per CPU core, at most 64. Sandboxed runs spend most of
+    their wall time starting processes and waiting on them; on a 2-core machine 8 in flight sustain
+    26-29 sandbox runs/s (``benchmarks/bench_sandbox.py``), against ~10 one at a time."""
+    return max(1, min(64, 4 * (os.cpu_count() or 1)))
 
 
-def _start(job: Job, make_env: Callable[[], Env], policy_name: str, budget_mode: str) -> _Active:
-    env = make_env()
-    first = env.reset(job.task, job.env_seed)
-    trajectory = Trajectory(
-        env=env.name,
-        policy=policy_name,
-        task_id=job.task.task_id,
-        sample=job.sample,
-        budget=job.budget,
-        budget_mode=budget_mode,
-        env_seed=job.env_seed,
-        policy_seed=job.policy_seed,
-        initial_observation=first,
-        group=job.group,
-    )
-    return _Active(job, env, trajectory, [first])
+@dataclass(frozen=True)
+class EngineConfig:
+    """How the engine schedules trajectories (none of it changes results).
+
+    Attributes:
+        max_active: most trajectories alive at once (bounds memory, e.g. KV caches).
+        max_concurrency: most policy requests in flight (for a batched policy: the largest batch).
+        env_workers: most environment steps in flight, for environments with ``blocking_steps``
+            (``None``: :func:`default_env_workers`).
+        batch_wait_s: how long a batched policy's micro-batcher waits for more requests once one
+            is ready, while some trajectories are still stepping their environments.
+        schedule: ``async`` (each trajectory on its own) or ``lockstep`` (one ``generate`` call per
+            tick for every running trajectory, environment steps one at a time: the engine before
+            it was asynchronous, for comparisons; ``max_concurrency`` and ``env_workers`` unused).
+    """
+
+    max_active: int = 256
+    max_concurrency: int = 256
+    env_workers: int | None = None
+    batch_wait_s: float = 0.005
+    schedule: Literal["async", "lockstep"] = "async"
+
+    def __post_init__(self) -> None:
+        for name in ("max_active", "max_concurrency"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.env_workers is not None and self.env_workers < 1:
+            raise ValueError(f"env_workers must be >= 1 (or null for the default), got {self.env_workers}")
+        if not self.batch_wait_s >= 0:
+            raise ValueError(f"batch_wait_s must be >= 0, got {self.batch_wait_s}")
+        if self.schedule not in ("async", "lockstep"):
+            raise ValueError(f"unknown schedule {self.schedule!r}; valid choices: async, lockstep")
 
 
-def _request(active: _Active, prompt: PromptConfig) -> Request:
-    env, turn = active.env, len(active.trajectory.turns)
-    text = env.prompt_text()
-    messages = turn_messages(
-        env.name,
-        text.instruction,
-        text.action_format,
-        budget=active.job.budget,
-        observations=active.observations,
-        replies=[t.reply for t in active.trajectory.turns],
-        prompt=prompt,
-    )
-    remaining = active.job.budget - turn if prompt.budget_mode == "announced" else None
-    return Request(messages=messages, seed=active.job.policy_seed, turn=turn, env=env, remaining=remaining)
+@dataclass(frozen=True)
+class Start:
+    """How one trajectory begins: a fresh environment, then its first state and record (``begin``
+    runs where the environment's steps run: inline, or in the worker pool when they block)."""
+
+    make_env: Callable[[], Env]
+    begin: Callable[[Env], LiveTrajectory]
 
 
-def _apply(active: _Active, text: str) -> tuple[ParsedAction, StepResult]:
-    """Parse and execute one reply; nothing the model wrote can raise out of here."""
-    env = active.env
-    parsed = env.parse_action(text)
-    if parsed.action is None:
-        result = StepResult(
-            f"Invalid action: {parsed.error}. Nothing happened.\n{env.render()}", 0.0, False, False, False
+async def arun_rollouts(
+    make_env: Callable[[], Env],
+    jobs: Sequence[Job],
+    policy: Policy,
+    prompt: PromptConfig | None = None,
+    *,
+    engine: EngineConfig | None = None,
+    on_finish: Callable[[Trajectory], None] | None = None,
+    policy_name: str | None = None,
+    keep_prompts: bool = False,
+    stats: EngineStats | None = None,
+) -> list[Trajectory]:
+    """:func:`run_rollouts` inside a running event loop (e.g. an async agent loop)."""
+    prompt = prompt or PromptConfig()
+    for job in jobs:
+        if job.budget < 1:
+            raise ValueError(f"a budget must be >= 1 turn, got {job.budget}")
+    name = policy_name or str(getattr(policy, "name", type(policy).__name__))
+
+    def begin(job: Job) -> Callable[[Env], LiveTrajectory]:
+        return lambda env: start_trajectory(
+            env, job.task, sample=job.sample, budget=job.budget, env_seed=job.env_seed, policy_seed=job.policy_seed,
+            group=job.group, policy_name=name, prompt=prompt,
         )
-    else:
+
+    starts = [Start(make_env, begin(job)) for job in jobs]
+    played = await arun_starts(starts, policy, engine=engine, on_finish=on_finish, keep_prompts=keep_prompts,
+                               stats=stats)
+    return [live.trajectory for live in played]
+
+
+async def arun_starts(
+    starts: Sequence[Start],
+    policy: Policy,
+    *,
+    engine: EngineConfig | None = None,
+    on_finish: Callable[[Trajectory], None] | None = None,
+    keep_prompts: bool = False,
+    stats: EngineStats | None = None,
+) -> list[LiveTrajectory]:
+    """Play every start to its end; the played trajectories in start order. The engine's core:
+    :func:`arun_rollouts` starts from jobs, the step-level analyses from restored states."""
+    engine = engine or EngineConfig()
+    stats = stats if stats is not None else EngineStats()
+    stats.total += len(starts)
+    lockstep = engine.schedule == "lockstep"
+    caller = policy_caller(  # lockstep: every running trajectory's request in one generate call per tick
+        policy, max_concurrency=engine.max_active if lockstep else engine.max_concurrency,
+        wait_s=math.inf if lockstep else engine.batch_wait_s, stats=stats, prefer_batches=lockstep,
+    )
+    workers = 1 if lockstep else (engine.env_workers or default_env_workers())
+    pool: list[ThreadPoolExecutor] = []
+    env_slots = asyncio.Semaphore(workers)
+    loop = asyncio.get_running_loop()
+
+    async def on_env(blocking: bool, fn: Callable[..., _R], *args: Any) -> _R:
+        if not blocking:
+            return fn(*args)
+        if not pool:
+            pool.append(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="arlkit-env"))
+        async with env_slots:  # counted while running, not while queued for a worker
+            stats.env_step_started()
+            try:
+                return await loop.run_in_executor(pool[0], fn, *args)
+            finally:
+                stats.env_steps_in_flight -= 1
+
+    async def play(index: int) -> LiveTrajectory:
+        start = starts[index]
+        env = start.make_env()
+        blocking = steps_block(env)
+        live = await on_env(blocking, start.begin, env)
+        while live.trajectory.ended_by is None:
+            request = next_request(live)
+            reply = await caller.submit(index, request)
+            before = len(live.trajectory.turns)
+            await on_env(blocking, record_reply, live, request, reply, keep_prompts)
+            stats.turns += len(live.trajectory.turns) - before
+        return live
+
+    results: list[LiveTrajectory | None] = [None] * len(starts)
+    order = iter(range(len(starts)))
+
+    async def worker() -> None:
+        caller.join()
         try:
-            result = env.step(parsed.action)
-        except Exception as exc:  # an environment bug must not sink the whole evaluation
-            result = StepResult(
-                f"Invalid action: the environment could not execute it ({type(exc).__name__}).\n{env.render()}",
-                0.0,
-                False,
-                False,
-                False,
-            )
-    return parsed, result
+            for index in order:  # shared: each worker takes the next start
+                live = await play(index)
+                results[index] = live
+                stats.done += 1
+                if on_finish is not None:
+                    on_finish(live.trajectory)
+        finally:
+            caller.leave()
+
+    tasks = [asyncio.ensure_future(worker()) for _ in range(min(engine.max_active, len(starts)))]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        caller.close()
+        for executor in pool:
+            executor.shutdown(wait=True, cancel_futures=True)
+        await _release(policy)
+    return [live for live in results if live is not None]
 
 
-def _advance(item: _Active, request: Request, reply: Reply, keep_prompt: bool) -> bool:
-    """Record one reply to ``request`` on its trajectory (a turn with what its prompt announced, or
-    why it ended); whether the trajectory ended."""
-    trajectory = item.trajectory
-    if reply.error is not None:
-        trajectory.error, trajectory.ended_by = reply.error, POLICY_ERROR
-        return True
-    if reply.finish_reason == CONTEXT_LENGTH_EXCEEDED:
-        trajectory.ended_by = CONTEXT_LENGTH_EXCEEDED
-        return True
-    state = state_key_of(item.env)  # "" when the environment has no state keys
-    # Text UTF-8 cannot encode (a lone surrogate from a server's JSON) would break the next prompt
-    # (tokenizers and HTTP clients encode it): it is replaced once here and counted.
-    text, replaced = valid_utf8(reply.text) if isinstance(reply.text, str) else (str(reply.text), 0)
-    trajectory.replaced_code_points += replaced
-    parsed, result = _apply(item, text)
-    trajectory.turns.append(
-        TurnRecord(
-            reply=text,
-            action=parsed.action,
-            valid=result.valid,
-            reward=result.reward,
-            observation=result.observation,
-            state=state,
-            strict_format=parsed.strict_format,
-            token_ids=list(reply.token_ids) if reply.token_ids is not None else None,
-            logprobs=list(reply.logprobs) if reply.logprobs is not None else None,
-            remaining=request.remaining,
-            prompt=Prompt(request.messages, reply.prompt_ids) if keep_prompt else None,
-        )
-    )
-    item.observations.append(result.observation)
-    if result.success and trajectory.success_turn is None:
-        trajectory.success = True
-        trajectory.success_turn = len(trajectory.turns)
-    if result.done:
-        trajectory.ended_by = "success" if trajectory.success else "terminal"
-    elif len(trajectory.turns) >= item.job.budget:
-        trajectory.ended_by = "budget"
-    return trajectory.ended_by is not None
+async def _release(policy: Policy) -> None:
+    """Let an async policy close what it opened on this event loop (``release_loop()``, optional)."""
+    release = getattr(policy, "release_loop", None)
+    if callable(release):
+        await release()
+
+
+async def aanswer(policy: Policy, requests: Sequence[Request], *, max_concurrency: int = 256) -> list[Reply]:
+    """One reply per request (no environment steps), sent through the engine's policy path: at
+    once for an async policy, in batches of at most ``max_concurrency`` for a batched one."""
+    caller = policy_caller(policy, max_concurrency=max_concurrency, wait_s=0.0, stats=EngineStats())
+
+    async def one(index: int, request: Request) -> Reply:
+        caller.join()
+        try:
+            return await caller.submit(index, request)
+        finally:
+            caller.leave()
+
+    try:
+        return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(requests))))
+    finally:
+        caller.close()
+        await _release(policy)
+
+
+def answer(policy: Policy, requests: Sequence[Request], *, max_concurrency: int = 256) -> list[Reply]:
+    """:func:`aanswer` from synchronous code."""
+    return _run_sync(lambda: aanswer(policy, requests, max_concurrency=max_concurrency))
+
+
+def run_starts(starts: Sequence[Start], policy: Policy, **kwargs: Any) -> list[LiveTrajectory]:
+    """:func:`arun_starts` from synchronous code."""
+    return _run_sync(lambda: arun_starts(starts, policy, **kwargs))
+
+
+def _run_sync(make: Callable[[], Coroutine[Any, Any, _R]]) -> _R:
+    """Run a coroutine to its end from synchronous code; inside a running event loop (a notebook)
+    on a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="arlkit-engine") as thread:
+        return thread.submit(lambda: asyncio.run(make())).result()
 
 
 def run_rollouts(
@@ -178,50 +296,38 @@ def run_rollouts(
     policy: Policy,
     prompt: PromptConfig | None = None,
     *,
-    max_active: int = 256,
+    max_active: int | None = None,
+    engine: EngineConfig | None = None,
     on_finish: Callable[[Trajectory], None] | None = None,
     policy_name: str | None = None,
     keep_prompts: bool = False,
+    stats: EngineStats | None = None,
 ) -> list[Trajectory]:
     """Run every job to completion and return the trajectories in job order.
 
     Args:
-        make_env: builds a fresh environment (one per active trajectory).
+        make_env: builds a fresh environment (one per trajectory).
         jobs: the trajectories to run; each carries its budget and seeds.
-        policy: called once per tick with the requests of all active trajectories.
+        policy: an :class:`~arlkit.policies.protocol.AsyncPolicy` gets one request at a time; any
+            other policy gets batches of ready requests (``generate``).
         prompt: budget mode and history window.
-        max_active: most trajectories in flight at once (bounds memory, e.g. KV caches).
-        on_finish: called with each trajectory as soon as it ends (e.g. to write it), including
-            those ended by a backend failure (``ended_by == "policy_error"``).
+        max_active: overrides ``engine.max_active``.
+        engine: concurrency bounds and schedule (:class:`EngineConfig`).
+        on_finish: called with each trajectory as soon as it ends, in the order they end (e.g. to
+            write it), including those ended by a backend failure (``ended_by == "policy_error"``).
         policy_name: the name recorded in each trajectory (default: ``policy.name``).
         keep_prompts: keep on every turn what the policy was shown (``TurnRecord.prompt``: the
             messages, and the prompt token ids where the backend reports them), for callers that
             train on or replay the prompts. Off by default: with the full chat a trajectory's
             prompts grow quadratically with its length.
+        stats: live counters to update (progress lines, peaks).
+
+    Inside a running event loop (a notebook) the engine runs on a thread of its own; async callers
+    can await :func:`arun_rollouts` instead.
     """
-    prompt = prompt or PromptConfig()
-    if max_active < 1:
-        raise ValueError(f"max_active must be >= 1, got {max_active}")
-    policy_name = policy_name or str(getattr(policy, "name", type(policy).__name__))
-    results: list[Trajectory | None] = [None] * len(jobs)
-    pending = list(range(len(jobs)))[::-1]
-    active: dict[int, _Active] = {}
-    while pending or active:
-        while pending and len(active) < max_active:
-            index = pending.pop()
-            if jobs[index].budget < 1:
-                raise ValueError(f"a budget must be >= 1 turn, got {jobs[index].budget}")
-            active[index] = _start(jobs[index], make_env, policy_name, prompt.budget_mode)
-        order = list(active)
-        requests = [_request(active[i], prompt) for i in order]
-        replies = policy.generate(requests)
-        if len(replies) != len(order):
-            raise RuntimeError(f"policy {policy_name!r} returned {len(replies)} replies for {len(order)} requests")
-        for index, request, reply in zip(order, requests, replies, strict=True):
-            item = active[index]
-            if _advance(item, request, reply, keep_prompts):
-                del active[index]
-                results[index] = item.trajectory
-                if on_finish is not None:
-                    on_finish(item.trajectory)
-    return [t for t in results if t is not None]
+    engine = engine or EngineConfig()
+    if max_active is not None:
+        engine = replace(engine, max_active=max_active)
+
+    return _run_sync(lambda: arun_rollouts(make_env, jobs, policy, prompt, engine=engine, on_finish=on_finish,
+                                           policy_name=policy_name, keep_prompts=keep_prompts, stats=stats))

@@ -19,6 +19,7 @@ from arlkit.algos import RewardConfig
 from arlkit.config import MOVED_KEYS, EnvSpec, check_number
 from arlkit.budgets import TRAIN_BUDGETS, check_budget
 from arlkit.policies.registry import SamplingConfig
+from arlkit.rollout.engine import EngineConfig
 from arlkit.rollout.prompts import PromptConfig
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
     "ValidationConfig",
 ]
 
-RUNTIME_FIELDS = ("checkpoint_every", "keep_checkpoints", "tensorboard", "progress")
+RUNTIME_FIELDS = ("checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "max_active")
 """TrainConfig fields that do not change results: a resumed run may change them freely."""
 
 
@@ -187,8 +188,9 @@ class TrainConfig:
     """Encode prompt prefixes shared by several rows once in training forwards (exact)."""
     max_tokens: int = 16384
     """Padded tokens per training forward chunk (memory bound)."""
-    max_active: int = 256
-    """Most trajectories in flight during rollouts."""
+    engine: EngineConfig = field(default_factory=EngineConfig)
+    """Rollout engine bounds: trajectories alive (``max_active``), policy requests and environment
+    steps in flight; they do not change results."""
     seed: int = 0
     """Seed of task sampling, budgets, rollouts and mini-batch order."""
     checkpoint_every: int = 10
@@ -200,12 +202,12 @@ class TrainConfig:
     progress: bool = True
     """Show a progress bar (step, reward, KL, ETA) on stderr."""
 
-    MOVED_KEYS: ClassVar[dict[str, str]] = MOVED_KEYS
+    MOVED_KEYS: ClassVar[dict[str, str]] = {**MOVED_KEYS, "max_active": "engine.max_active"}
 
     def __post_init__(self) -> None:
         minimum = {
             "train_tasks": 1, "steps": 0, "tasks_per_step": 1, "group_size": 1, "mini_batches": 1, "epochs": 1,
-            "max_tokens": 64, "max_active": 1, "seed": 0, "checkpoint_every": 1, "keep_checkpoints": 1,
+            "max_tokens": 64, "seed": 0, "checkpoint_every": 1, "keep_checkpoints": 1,
         }  # fmt: skip
         for name, low in minimum.items():
             check_number(name, getattr(self, name), ge=low)

@@ -23,7 +23,7 @@ import numpy as np
 from arlkit.algos import RewardConfig
 from arlkit.envs import Env, Oracle, Task, has_oracle
 from arlkit.policies import Policy, Request
-from arlkit.rollout import PromptConfig, derive_seed, make_jobs, run_rollouts
+from arlkit.rollout import EngineConfig, PromptConfig, derive_seed, make_jobs, run_rollouts
 from arlkit.train.batch import score_trajectory
 from arlkit.rundir import atomic_write_text
 
@@ -65,11 +65,11 @@ def r_multi(
     prompt: PromptConfig,
     reward: RewardConfig,
     seed: int,
-    max_active: int = 256,
+    engine: EngineConfig | None = None,
 ) -> dict[str, float]:
     """``val/reward`` (mean trajectory score, docs/algorithms.md#rewards) and ``val/success`` on ``tasks`` at ``budget``."""
     jobs = make_jobs(tasks, samples, budget, derive_seed(seed, "validation"))
-    trajectories = run_rollouts(make_env, jobs, policy, prompt, max_active=max_active)
+    trajectories = run_rollouts(make_env, jobs, policy, prompt, engine=engine)
     scores = [score_trajectory(t, reward).score for t in trajectories]
     return {
         "val/reward": float(np.mean(scores)),
@@ -88,12 +88,12 @@ def build_state_pool(
     prompt: PromptConfig,
     states: int,
     seed: int,
-    max_active: int = 256,
+    engine: EngineConfig | None = None,
 ) -> list[PoolState]:
     """Play ``policy`` on ``tasks`` and draw ``states`` (task, turn) states uniformly without
     replacement (fewer if the trajectories hold fewer)."""
     jobs = make_jobs(tasks, samples, budget, derive_seed(seed, "dynamics-pool"))
-    trajectories = run_rollouts(make_env, jobs, policy, prompt, max_active=max_active, keep_prompts=True)
+    trajectories = run_rollouts(make_env, jobs, policy, prompt, engine=engine, keep_prompts=True)
     candidates = [(k, t) for k, traj in enumerate(trajectories) for t in range(len(traj.turns))]
     rng = np.random.default_rng([seed, 4242])
     picks = rng.choice(len(candidates), size=min(states, len(candidates)), replace=False) if candidates else []

@@ -124,6 +124,7 @@ class CodeEnv:
     """Multi-turn code repair against unit tests, run in the sandbox."""
 
     name = "code"
+    blocking_steps = True  # a step is a sandboxed program run: the engine steps several at once
 
     def __init__(self, config: CodeConfig) -> None:
         self.config = config

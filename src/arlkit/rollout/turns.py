@@ -1,0 +1,131 @@
+"""One trajectory's bookkeeping, apart from scheduling: start it, build its next request, record a reply.
+
+These are the steps every engine schedule shares (:mod:`arlkit.rollout.engine`); they touch one
+trajectory and its own environment only, so trajectories can advance in any order, on any thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arlkit.envs.capabilities import state_key_of
+from arlkit.envs.parsing import valid_utf8
+from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
+from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Reply, Request
+from arlkit.rollout.prompts import PromptConfig, turn_messages
+from arlkit.rollout.records import POLICY_ERROR, Prompt, Trajectory, TurnRecord
+
+__all__ = ["LiveTrajectory", "next_request", "record_reply", "start_trajectory"]
+
+
+@dataclass
+class LiveTrajectory:
+    """A trajectory being played: its task, budget and policy seed, its environment, record and the
+    prompt it is shown (turn ``len(trajectory.turns)`` is next)."""
+
+    task: Task
+    budget: int
+    policy_seed: int
+    env: Env
+    trajectory: Trajectory
+    observations: list[str]
+    prompt: PromptConfig
+
+
+def start_trajectory(
+    env: Env, task: Task, *, sample: int, budget: int, env_seed: int, policy_seed: int, group: str | None,
+    policy_name: str, prompt: PromptConfig,
+) -> LiveTrajectory:
+    """Reset ``env`` on ``task`` and open the trajectory's record."""
+    first = env.reset(task, env_seed)
+    trajectory = Trajectory(
+        env=env.name,
+        policy=policy_name,
+        task_id=task.task_id,
+        sample=sample,
+        budget=budget,
+        budget_mode=prompt.budget_mode,
+        env_seed=env_seed,
+        policy_seed=policy_seed,
+        initial_observation=first,
+        group=group,
+    )
+    return LiveTrajectory(task, budget, policy_seed, env, trajectory, [first], prompt)
+
+
+def next_request(live: LiveTrajectory) -> Request:
+    """The request for the trajectory's next turn: the conversation so far, as its prompt renders it."""
+    env, turn, prompt = live.env, len(live.trajectory.turns), live.prompt
+    text = env.prompt_text()
+    messages = turn_messages(
+        env.name,
+        text.instruction,
+        text.action_format,
+        budget=live.budget,
+        observations=live.observations,
+        replies=[t.reply for t in live.trajectory.turns],
+        prompt=prompt,
+    )
+    remaining = live.budget - turn if prompt.budget_mode == "announced" else None
+    return Request(messages=messages, seed=live.policy_seed, turn=turn, env=env, remaining=remaining)
+
+
+def _apply(env: Env, text: str) -> tuple[ParsedAction, StepResult]:
+    """Parse and execute one reply; nothing the model wrote can raise out of here."""
+    parsed = env.parse_action(text)
+    if parsed.action is None:
+        return parsed, StepResult(
+            f"Invalid action: {parsed.error}. Nothing happened.\n{env.render()}", 0.0, False, False, False
+        )
+    try:
+        return parsed, env.step(parsed.action)
+    except Exception as exc:  # an environment bug must not sink the whole evaluation
+        return parsed, StepResult(
+            f"Invalid action: the environment could not execute it ({type(exc).__name__}).\n{env.render()}",
+            0.0,
+            False,
+            False,
+            False,
+        )
+
+
+def record_reply(live: LiveTrajectory, request: Request, reply: Reply, keep_prompt: bool) -> bool:
+    """Record one reply to ``request``: a turn (the environment steps on it) with what its prompt
+    announced, or why the trajectory ended; whether it ended."""
+    trajectory = live.trajectory
+    if reply.error is not None:
+        trajectory.error, trajectory.ended_by = reply.error, POLICY_ERROR
+        return True
+    if reply.finish_reason == CONTEXT_LENGTH_EXCEEDED:
+        trajectory.ended_by = CONTEXT_LENGTH_EXCEEDED
+        return True
+    state = state_key_of(live.env)  # "" when the environment has no state keys
+    # Text UTF-8 cannot encode (a lone surrogate from a server's JSON) would break the next prompt
+    # (tokenizers and HTTP clients encode it): it is replaced once here and counted.
+    text, replaced = valid_utf8(reply.text) if isinstance(reply.text, str) else (str(reply.text), 0)
+    trajectory.replaced_code_points += replaced
+    parsed, result = _apply(live.env, text)
+    trajectory.turns.append(
+        TurnRecord(
+            reply=text,
+            action=parsed.action,
+            valid=result.valid,
+            reward=result.reward,
+            observation=result.observation,
+            state=state,
+            strict_format=parsed.strict_format,
+            token_ids=list(reply.token_ids) if reply.token_ids is not None else None,
+            logprobs=list(reply.logprobs) if reply.logprobs is not None else None,
+            remaining=request.remaining,
+            prompt=Prompt(request.messages, reply.prompt_ids) if keep_prompt else None,
+        )
+    )
+    live.observations.append(result.observation)
+    if result.success and trajectory.success_turn is None:
+        trajectory.success = True
+        trajectory.success_turn = len(trajectory.turns)
+    if result.done:
+        trajectory.ended_by = "success" if trajectory.success else "terminal"
+    elif len(trajectory.turns) >= live.budget:
+        trajectory.ended_by = "budget"
+    return trajectory.ended_by is not None

@@ -1,0 +1,69 @@
+"""``arlkit eval`` against a served model, stopped mid-run by SIGKILL or Ctrl-C (SIGINT) and re-run:
+finished trajectories are on disk as they finish (in any order), and the resumed run ends with
+exactly the trajectories and table of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from arlkit.policies.loopback import Latency, ScriptedServer
+
+DEADLINE_S = 120.0
+MOVES = ("Left", "Down", "Right", "Up")
+
+
+def _reply(body: dict[str, Any]) -> str:
+    turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
+    return f"<think>go</think><action>{MOVES[(body['seed'] + turns) % 4]}</action>"
+
+
+def _command(url: str, out: Path) -> list[str]:
+    return [sys.executable, "-m", "arlkit", "eval", "--env", "frozenlake", "--env-arg", "size=4",
+            "--policy", f"openai:scripted@{url}", "--tasks", "24", "--samples", "4", "--budgets", "50%,100%",
+            "--bootstrap", "100", "--max-concurrency", "8", "--out", str(out)]
+
+
+def _lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def _records(out: Path) -> list[str]:
+    lines = (out / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
+    return sorted(json.dumps(json.loads(line), sort_keys=True) for line in lines)
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_a_stopped_eval_resumes_to_the_uninterrupted_result(tmp_path: Path, how: signal.Signals) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with ScriptedServer(_reply, Latency(median_s=0.03, sigma=0.3)) as server:
+        clean = tmp_path / "clean"
+        subprocess.run(_command(server.base_url, clean), check=True, capture_output=True, env=env, timeout=DEADLINE_S * 3)
+        stopped = tmp_path / "stopped"
+        proc = subprocess.Popen(_command(server.base_url, stopped), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=env)
+        deadline = time.monotonic() + DEADLINE_S
+        while _lines(stopped / "trajectories.jsonl") < 20 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)  # polling for the event: 20 finished trajectories on disk
+        assert proc.poll() is None, "the run ended before it could be stopped"
+        written = _lines(stopped / "trajectories.jsonl")
+        proc.send_signal(how)
+        _, err = proc.communicate(timeout=DEADLINE_S)
+        if how == signal.SIGINT:
+            assert proc.returncode == 130 and b"interrupted; re-run the same command to resume" in err
+            assert b"Traceback" not in err
+        kept = _lines(stopped / "trajectories.jsonl")
+        assert written <= kept < 24 * 4 * 2  # nothing written was lost, and the run was cut short
+        resumed = subprocess.run(_command(server.base_url, stopped), check=True, capture_output=True, env=env,
+                                 timeout=DEADLINE_S * 3)
+        assert b"resumed: kept" in resumed.stdout
+    assert _records(stopped) == _records(clean)
+    assert (stopped / "passkt.csv").read_bytes() == (clean / "passkt.csv").read_bytes()
