@@ -189,7 +189,9 @@ class MicroBatcher(PolicyCaller):
     def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-        self._thread.shutdown(wait=False, cancel_futures=True)
+        # A batch still running (the run failed or was interrupted) ends before the next run can
+        # call the policy: a local backend's caches are not made for two batches at once.
+        self._thread.shutdown(wait=True, cancel_futures=True)
 
 
 def policy_caller(policy: Policy, *, max_concurrency: int, wait_s: float, stats: EngineStats,
