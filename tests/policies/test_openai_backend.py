@@ -105,17 +105,25 @@ class _Flaky(BaseHTTPRequestHandler):
 
     statuses: list[int] = []
     seen: list[int] = []
+    retry_after: str | None = None  # sent with every refusal
+    refuse_max_tokens = False  # answer 400 to a request that sends max_tokens (as newer OpenAI models do)
+    bodies: list[dict[str, Any]] = []
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args: object) -> None:
         return
 
     def do_POST(self) -> None:  # noqa: N802
-        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        self.bodies.append(request)
         attempt = len(self.seen)
         status = self.statuses[attempt] if attempt < len(self.statuses) else 200
-        self.seen.append(status)
         body: dict[str, Any] = {"error": {"message": "busy", "type": "server_error"}}
+        if self.refuse_max_tokens and "max_tokens" in request:
+            status = 400
+            body = {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                         "Use 'max_completion_tokens' instead.", "type": "invalid_request_error"}}
+        self.seen.append(status)
         if status == 200:
             body = {
                 "id": "x", "object": "chat.completion", "created": 0, "model": "m",
@@ -124,6 +132,8 @@ class _Flaky(BaseHTTPRequestHandler):
             }
         data = json.dumps(body).encode()
         self.send_response(status)
+        if status != 200 and self.retry_after is not None:
+            self.send_header("Retry-After", self.retry_after)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -132,7 +142,7 @@ class _Flaky(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def flaky() -> Iterator[tuple[str, type[_Flaky]]]:
-    handler = type("Flaky", (_Flaky,), {"statuses": [], "seen": []})
+    handler = type("Flaky", (_Flaky,), {"statuses": [], "seen": [], "bodies": []})
     http = _Server(("127.0.0.1", 0), handler)
     http.daemon_threads = True
     thread = threading.Thread(target=http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -147,7 +157,7 @@ def test_retries_with_exponential_backoff(flaky, real_requests) -> None:  # type
     url, handler = flaky
     handler.statuses = [429, 503, 500]
     waits: list[float] = []
-    config = OpenAIConfig(max_retries=3, backoff=0.25, check_model=False)
+    config = OpenAIConfig(max_retries=3, backoff=0.25, jitter=0.0, check_model=False)
     policy = OpenAIPolicy("m", url, GREEDY, config, sleep=waits.append)
     reply = policy.generate([real_requests[0]])[0]
     assert handler.seen == [429, 503, 500, 200]
@@ -159,6 +169,35 @@ def test_retries_with_exponential_backoff(flaky, real_requests) -> None:  # type
     strict = OpenAIPolicy("m", url, GREEDY, OpenAIConfig(check_model=False, require_logprobs=True))
     with pytest.raises(PolicyError, match="returned no log-probs"):
         strict.generate([real_requests[0]])
+
+
+def test_retry_after_is_honoured_and_waits_are_jittered(flaky, real_requests) -> None:  # type: ignore[no-untyped-def]
+    url, handler = flaky
+    handler.statuses, handler.retry_after = [429, 503], "2"
+    waits: list[float] = []
+    exact = OpenAIPolicy("m", url, GREEDY, OpenAIConfig(max_retries=3, backoff=0.25, jitter=0.0, check_model=False),
+                         sleep=waits.append)
+    assert exact.generate([real_requests[0]])[0].error is None
+    assert waits == [2.0, 2.0]  # the server asked for 2 s, more than the backoff's 0.25 and 0.5
+    handler.seen.clear()
+    handler.statuses, handler.retry_after = [500] * 6, None
+    jittered: list[float] = []
+    policy = OpenAIPolicy("m", url, GREEDY, OpenAIConfig(max_retries=6, backoff=1.0, max_backoff=64.0, jitter=0.2,
+                                                         check_model=False), sleep=jittered.append)
+    assert policy.generate([real_requests[0]])[0].error is None
+    base = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+    assert all(0.8 * b <= w <= 1.2 * b for w, b in zip(jittered, base, strict=True))
+    assert [round(w / b, 6) for w, b in zip(jittered, base, strict=True)] != [1.0] * 6
+
+
+def test_a_server_that_wants_max_completion_tokens_gets_it(flaky, real_requests) -> None:  # type: ignore[no-untyped-def]
+    url, handler = flaky
+    handler.refuse_max_tokens = True
+    policy = OpenAIPolicy("m", url, GREEDY, OpenAIConfig(max_retries=0, check_model=False))
+    replies = policy.generate(real_requests[:2])
+    assert all(r.error is None and r.text.endswith("</action>") for r in replies)
+    sent = [("max_tokens" in b, b.get("max_completion_tokens")) for b in handler.bodies]
+    assert sent[0] == (True, None) and sent[-1] == (False, GREEDY.max_new_tokens) and handler.seen.count(400) <= 2
 
 
 def test_gives_up_after_the_retries_and_records_the_error(flaky, real_requests) -> None:  # type: ignore[no-untyped-def]

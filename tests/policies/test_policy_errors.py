@@ -246,3 +246,22 @@ def test_a_server_reply_with_lone_surrogates_is_recorded_as_valid_utf8(front: tu
         assert traj.turns[0].reply == "<think>\ufffd</think><action>Le\ufffdft</action>"
         assert traj.replaced_code_points == 2 * len(traj.turns) and len(traj.turns) == traj.budget
     assert run_eval(_config(url, timeout=60.0), out).resumed == 8  # and it resumes
+
+
+def test_a_server_that_refuses_every_request_stops_the_run_with_its_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from arlkit.policies.loopback import ScriptedServer
+
+    def refuse(key: int, attempt: int) -> int:
+        return 400  # e.g. a parameter the server does not support
+
+    with ScriptedServer(lambda body: "<action>Left</action>", fault=refuse) as server:
+        code = main(["eval", "--env", "frozenlake", "--policy", f"openai:scripted@{server.base_url}", "--tasks", "4",
+                     "--samples", "2", "--budgets", "full", "--out", str(tmp_path / "run")])
+        asked = server.requests
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("arlkit eval: error:")]
+    assert len(errors) == 1 and "refused the first 3 requests with HTTP 400: injected fault (" in errors[0]
+    assert asked < 4 * 2 * 2  # it stopped early instead of failing every trajectory

@@ -2,14 +2,22 @@
 
 ``openai:MODEL@BASE_URL`` talks to vLLM, SGLang, a llama.cpp server or a hosted API through the
 official ``openai`` client. The API key is read from an environment variable (``OPENAI_API_KEY`` by
-default; a local server needs none). The policy is an :class:`~arlkit.policies.protocol.AsyncPolicy`:
-the rollout engine sends each trajectory's request the moment it is ready (``agenerate``), through
-a few async clients (connection pools) per event loop; ``generate`` serves a batch from synchronous
-code on the policy's own event-loop thread, ``max_concurrency`` at a time. Every call has a timeout, and 429 /
-5xx / timeouts / dropped connections / malformed responses are retried with exponential backoff. A
-request that still fails becomes ``Reply(error=...)``: the engine ends that trajectory with
-``ended_by="policy_error"`` and the run goes on (an evaluation retries it on resume). Problems that concern the whole run (server unreachable, unknown model, a server that
-never returns log-probs when they are required) raise :class:`PolicyError` instead.
+default; a local server needs none).
+
+The policy is an :class:`~arlkit.policies.protocol.AsyncPolicy`. The rollout engine sends each
+trajectory's request the moment it is ready (``agenerate``), through a few async clients
+(connection pools) per event loop. ``generate`` serves a batch from synchronous code, on the
+policy's own event-loop thread, ``max_concurrency`` at a time.
+
+Every call has a timeout. 429 / 5xx / timeouts / dropped connections / malformed responses are
+retried with exponential backoff (or the server's ``Retry-After``), with jitter. A request that
+still fails becomes ``Reply(error=...)``: the engine ends that trajectory with
+``ended_by="policy_error"`` and the run goes on (an evaluation retries it on resume).
+
+Problems that concern the whole run raise instead. A server that is unreachable, an unknown model,
+or a server that never returns log-probs when they are required raise :class:`PolicyError`. A
+server that refuses the run's first requests with the same client error raises
+:class:`ServerRefused`.
 
 Context window: the server's context-length error (HTTP 400, "maximum context length", code
 ``context_length_exceeded``) becomes ``Reply(finish_reason="context_length_exceeded")``, a legitimate
@@ -27,27 +35,41 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import email.utils
 import hashlib
 import inspect
 import json
 import os
+import random
 import re
 import threading
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from arlkit.config import ConfigError
+from arlkit.config import ConfigError, RunError
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, PolicyError, Reply, Request
 from arlkit.policies.registry import BackendOptions, SamplingConfig, register_policy
 
-__all__ = ["OpenAIConfig", "OpenAIPolicy", "config_from_options", "is_context_length_error", "parse_openai_spec"]
+__all__ = ["OpenAIConfig", "OpenAIPolicy", "ServerRefused", "config_from_options", "is_context_length_error", "parse_openai_spec"]
+
+RETRY_AFTER_CAP_S = 60.0
+"""Longest wait a server's ``Retry-After`` header is honoured for."""
+REFUSALS_TO_STOP = 3
+"""A run stops (:class:`ServerRefused`) when its first this many requests are all refused with the
+same non-retryable 4xx before any succeeds: a setting the server rejects fails every request."""
 
 _T = TypeVar("_T")
 _POOLS = 4  # async clients (connection pools) per event loop, used in turn
 _STOP = "</action>"
 _CONTEXT_ERROR = re.compile(r"context[ _-]?(length|size|window)", re.IGNORECASE)
 _CONTEXT_LIMIT = re.compile(r"context[ _-]?(?:length|size|window)(?: is| of)? (\d+)", re.IGNORECASE)
+
+
+class ServerRefused(RunError):
+    """The server refused the run's first requests, all with the same client error (e.g. an
+    unsupported parameter): retrying would score every trajectory as a failure."""
 
 
 class _MalformedResponse(Exception):
@@ -64,7 +86,10 @@ class OpenAIConfig:
         timeout: seconds one HTTP attempt may take (connect, read, write each).
         max_retries: further attempts after a 429, 5xx, timeout or connection failure.
         backoff: seconds before the first retry; doubled before each next one.
-        max_backoff: cap on one wait between attempts.
+        max_backoff: cap on one wait between attempts (a server's ``Retry-After`` may ask for
+            longer, up to :data:`RETRY_AFTER_CAP_S`).
+        jitter: each wait is scaled by a random factor in ``[1 - jitter, 1 + jitter]``, so that
+            requests refused together do not come back together.
         max_concurrency: most requests of one ``generate`` batch in flight at once (the rollout
             engine bounds the requests it sends through ``agenerate`` itself).
         logprobs: ask the server for per-token log-probs.
@@ -79,6 +104,7 @@ class OpenAIConfig:
     backoff: float = 0.5
     max_backoff: float = 8.0
     max_concurrency: int = 16
+    jitter: float = 0.2
     logprobs: bool = True
     require_logprobs: bool = False
     check_model: bool = True
@@ -90,6 +116,8 @@ class OpenAIConfig:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
         if self.backoff < 0 or self.max_backoff < 0:
             raise ValueError("backoff and max_backoff must be >= 0")
+        if not 0 <= self.jitter < 1:
+            raise ValueError(f"jitter must be in [0, 1), got {self.jitter}")
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
 
@@ -174,6 +202,10 @@ class OpenAIPolicy:
         self._clients: dict[asyncio.AbstractEventLoop, list[Any]] = {}  # async clients of each event loop
         self._turn = 0
         self._thread: _LoopThread | None = None  # the loop of synchronous generate() calls, made on first use
+        self._tokens_field = "max_tokens"  # "max_completion_tokens" once a server asks for it
+        self._succeeded = False
+        self._refusals: dict[tuple[int, str], int] = {}
+        self._rng = random.Random(0)  # jitter only: results never depend on it
         self._slots: asyncio.Semaphore | None = None
         if self.config.check_model:
             self._check_model()
@@ -208,7 +240,7 @@ class OpenAIPolicy:
             "messages": [dict(m) for m in request.messages],
             "temperature": s.temperature,
             "top_p": s.top_p,
-            "max_tokens": s.max_new_tokens,
+            self._tokens_field: s.max_new_tokens,
             "stop": [_STOP],
             "seed": request_seed(request.seed, request.turn),
         }
@@ -241,8 +273,8 @@ class OpenAIPolicy:
     async def _one(self, request: Request) -> Reply:
         openai = self._openai
         params = self._params(request)
-        attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
+        attempts, attempt = self.config.max_retries + 1, 0
+        while True:
             try:
                 # The client's generic POST: the same errors, retries off, response parsing, but
                 # not the per-request walk over the typed parameters (~60% of a turn's CPU here).
@@ -256,16 +288,54 @@ class OpenAIPolicy:
                 if is_context_length_error(exc):
                     self._learn_limit(exc)
                     return Reply("", finish_reason=CONTEXT_LENGTH_EXCEEDED)
+                if self._wants_completion_tokens(exc, params):
+                    params = self._params(request)  # the same request, the cap under its new name
+                    continue
                 if self._retryable(exc) and attempt + 1 < attempts:
-                    waited = self._sleep(min(self.config.max_backoff, self.config.backoff * 2**attempt))
+                    waited = self._sleep(self._wait_s(exc, attempt))
                     if inspect.isawaitable(waited):
                         await waited
+                    attempt += 1
                     continue
+                self._note_refusal(exc)
                 return Reply("", error=f"{type(exc).__name__} after {attempt + 1} attempt(s): {_message(exc)}")
+            self._succeeded = True
             if self._over_window(response):
                 return Reply("", finish_reason=CONTEXT_LENGTH_EXCEEDED)
             return reply
-        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _wait_s(self, exc: Exception, attempt: int) -> float:
+        """Seconds before the next attempt: the server's ``Retry-After`` (``-ms`` too) when it sent
+        one, else exponential backoff; with jitter either way."""
+        wait = min(self.config.max_backoff, self.config.backoff * 2**attempt)
+        asked = _retry_after_s(getattr(getattr(exc, "response", None), "headers", None))
+        if asked is not None:
+            wait = min(RETRY_AFTER_CAP_S, max(wait, asked))
+        return wait * (1 + self.config.jitter * (2 * self._rng.random() - 1)) if wait > 0 else 0.0
+
+    def _wants_completion_tokens(self, exc: Exception, params: dict[str, Any]) -> bool:
+        """A 400 naming ``max_completion_tokens`` (newer OpenAI models refuse ``max_tokens``): switch
+        the name once and resend."""
+        if getattr(exc, "status_code", None) == 400 and "max_completion_tokens" in str(exc) and "max_tokens" in params:
+            self._tokens_field = "max_completion_tokens"  # requests already in flight with the old name resend too
+            return True
+        return False
+
+    def _note_refusal(self, exc: Exception) -> None:
+        """Count a non-retryable client error; stop the run (:class:`ServerRefused`) when the first
+        :data:`REFUSALS_TO_STOP` requests all got the same one and none succeeded."""
+        status = getattr(exc, "status_code", None)
+        if self._succeeded or not isinstance(status, int) or not 400 <= status < 500:
+            return
+        body = getattr(exc, "body", None)  # the server's own words, without the SDK's "Error code: N - "
+        said = body.get("message") if isinstance(body, dict) else None
+        key = (status, said if isinstance(said, str) and said else _message(exc))
+        self._refusals[key] = self._refusals.get(key, 0) + 1
+        if self._refusals[key] >= REFUSALS_TO_STOP and len(self._refusals) == 1:
+            raise ServerRefused(
+                f"the server at {self._where()} refused the first {self._refusals[key]} requests with HTTP {status}: "
+                f"{key[1]} (check the model's settings, e.g. --max-new-tokens or --top-k)"
+            )
 
     def _reply(self, response: Any) -> Reply:
         """The reply of a chat completion; :class:`_MalformedResponse` when it is none."""
@@ -360,6 +430,25 @@ class _LoopThread:
             self._thread.join(timeout=10)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+def _retry_after_s(headers: Any) -> float | None:
+    """Seconds a ``Retry-After`` / ``retry-after-ms`` header asks for (delta-seconds or an HTTP date)."""
+    if headers is None:
+        return None
+    try:
+        if headers.get("retry-after-ms") is not None:
+            return max(0.0, float(headers["retry-after-ms"]) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _message(exc: BaseException) -> str:
