@@ -6,6 +6,9 @@ VENV ?= .venv
 TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.arlkit-installed
+VERL_STAMP := $(VENV)/.arlkit-verl-installed
+# verl for the tests of arlkit's verl plugin (docs/scale-out.md): --no-deps, its full requirements pull GPU stacks.
+VERL_PIN ?= verl==0.9.1 tensordict==0.10.0
 
 .PHONY: install demo test test-stress bench clean
 
@@ -18,10 +21,15 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
+$(VERL_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --no-deps $(VERL_PIN)
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,verl]"
+	touch $(VERL_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/arlkit demo --out runs/demo
 
-test: $(STAMP)
+test: $(STAMP) $(VERL_STAMP)
 	$(BIN)/python -m pytest
 
 # The sandbox suite with two CPU-burning processes beside it (docs/sandbox.md): it must pass under

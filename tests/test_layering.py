@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("analysis",),
     ("report",),
     ("recipes",),
+    ("integrations",),
     ("cli",),
     ("__main__",),
 )

@@ -105,7 +105,6 @@ def _token_reference(name: str, old: Tensor, new: Tensor, adv: Tensor, mask: Ten
     rows = []
     for i in range(old.shape[0]):
         valid = [t for t in range(old.shape[1]) if mask[i, t]]
-        row_adv = sum(adv[i, t].item() for t in valid) / len(valid) if valid else 0.0
         losses = []
         for t in valid:
             a = adv[i, t].item()
@@ -115,8 +114,8 @@ def _token_reference(name: str, old: Tensor, new: Tensor, adv: Tensor, mask: Ten
                 losses.append(min(lc, -a * 3.0) if a < 0 else lc)
             elif name == "cispo":  # eps_low 1 (bound 0), eps_high 0.2
                 losses.append(-min(max(r, 0.0), 1.2) * a * new[i, t].item())
-            else:  # sapo: tau by the sign of the row's mean advantage
-                tau = 1.0 if row_adv > 0 else 1.05
+            else:  # sapo: tau by the sign of the token's advantage (SAPO; verl 0.9.1)
+                tau = 1.0 if a > 0 else 1.05
                 losses.append(-4.0 / tau / (1.0 + math.exp(-tau * (r - 1.0))) * a)
         rows.append(losses)
     if name == "sapo":  # seq-mean-token-mean
@@ -401,9 +400,9 @@ class _ScaledConfig:
 
 def test_user_registered_loss_runs_through_the_registry() -> None:
     @register_policy_loss("test_scaled_pg", _ScaledConfig)
-    def _scaled(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, *, loss_scale_factor):
+    def _scaled(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, *, aggregate):
         token = -config.beta * advantages * torch.exp(log_prob - old_log_prob)
-        return PolicyLossOutput(agg_loss(token, response_mask, loss_agg_mode, loss_scale_factor=loss_scale_factor), {})
+        return PolicyLossOutput(aggregate(token, response_mask, loss_agg_mode), {})
 
     try:
         old, _, adv, mask = _batch(1, 2, 3)

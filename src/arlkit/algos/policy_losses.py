@@ -3,7 +3,7 @@ docs/algorithms.md#policy-losses).
 
 Every loss has the same signature, so a trainer calls ``policy_loss(name, ...)`` with no special cases:
 
-    fn(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, *, loss_scale_factor)
+    fn(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, *, aggregate)
         -> PolicyLossOutput(loss, metrics)
 
 with ``(B, L)`` tensors over response tokens (zeroed under the mask, which arrives as bool) and ``config``
@@ -22,14 +22,15 @@ Register a new loss with :func:`register_policy_loss`::
         beta: float = 1.0  # (document each field in a docstring below it)
 
     @register_policy_loss("my_loss", MyConfig)
-    def my_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, *, loss_scale_factor):
+    def my_loss(old_log_prob, log_prob, advantages, response_mask, loss_agg_mode, config, *, aggregate):
         token_loss = -advantages * torch.exp(log_prob - old_log_prob) * config.beta
-        loss = agg_loss(token_loss, response_mask, loss_agg_mode, loss_scale_factor=loss_scale_factor)
+        loss = aggregate(token_loss, response_mask, loss_agg_mode)
         return PolicyLossOutput(loss, {})
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ from arlkit.config import ConfigError
 
 __all__ = [
     "POLICY_LOSSES",
+    "Aggregate",
     "SEQ_MASK_DELTA",
     "CISPOConfig",
     "GSPOConfig",
@@ -74,6 +76,8 @@ class PolicyLossOutput(NamedTuple):
 
 
 PolicyLossFn = Callable[..., PolicyLossOutput]
+Aggregate = Callable[[Tensor, Tensor, str], Tensor]
+"""``aggregate(token_losses, mask, mode) -> scalar loss``: how a policy loss reduces its ``(B, L)`` matrix."""
 POLICY_LOSSES: Registry[PolicyLossFn] = Registry("policy loss")
 """The policy-loss registry (name -> function, config class, flags)."""
 
@@ -105,6 +109,7 @@ def policy_loss(
     loss_agg_mode: str = "token-mean",
     *,
     loss_scale_factor: float | None = None,
+    aggregate: Aggregate | None = None,
     config: Any = None,
     **hyperparameters: Any,
 ) -> PolicyLossOutput:
@@ -119,6 +124,8 @@ def policy_loss(
         loss_agg_mode: one of :data:`~arlkit.algos.LOSS_AGG_MODES`; ignored by losses that fix their
             own (GSPO and SAPO always use ``seq-mean-token-mean``, docs/algorithms.md#policy-losses).
         loss_scale_factor: ``L_max`` for ``seq-mean-token-sum-norm`` (default: padded length ``L``).
+        aggregate: ``aggregate(token_losses, mask, mode) -> loss`` in place of
+            :func:`~arlkit.algos.agg_loss` (e.g. verl's, which scales for data parallelism).
         config: an instance of the loss's config class (defaults when None).
         **hyperparameters: field overrides of that config, e.g. ``clip_ratio_high=0.28``.
 
@@ -142,7 +149,7 @@ def policy_loss(
         mask,
         mode,
         cfg,
-        loss_scale_factor=loss_scale_factor,
+        aggregate=aggregate or functools.partial(agg_loss, loss_scale_factor=loss_scale_factor),
     )
 
 
@@ -286,7 +293,7 @@ def _metrics(
 @register_policy_loss("vanilla", VanillaConfig)
 def _vanilla(
     old_log_prob: Tensor, log_prob: Tensor, advantages: Tensor, response_mask: Tensor,
-    loss_agg_mode: str, config: VanillaConfig, *, loss_scale_factor: float | None,
+    loss_agg_mode: str, config: VanillaConfig, *, aggregate: Aggregate,
 ) -> PolicyLossOutput:
     """Dual-clip PPO/GRPO: ``Lc = max(−A·r, −A·clip(r, 1−ε_low, 1+ε_high))``; for A < 0 ``min(Lc, −A·c)``."""
     ratio = _ratio(old_log_prob, log_prob)
@@ -296,7 +303,7 @@ def _vanilla(
     dual = -advantages * config.clip_ratio_c
     token_loss = torch.where(advantages < 0, torch.minimum(ppo, dual), ppo)
     mask, masked_rows = _apply_sequence_mask(config, old_log_prob, log_prob, advantages, response_mask)
-    loss = agg_loss(token_loss, mask, loss_agg_mode, loss_scale_factor=loss_scale_factor)
+    loss = aggregate(token_loss, mask, loss_agg_mode)
     metrics = _metrics(
         ratio, advantages, response_mask, old_log_prob, log_prob,
         config.clip_ratio_low, config.clip_ratio_high, masked_rows,
@@ -309,7 +316,7 @@ def _vanilla(
 @register_policy_loss("gspo", GSPOConfig, agg_mode="seq-mean-token-mean")
 def _gspo(
     old_log_prob: Tensor, log_prob: Tensor, advantages: Tensor, response_mask: Tensor,
-    loss_agg_mode: str, config: GSPOConfig, *, loss_scale_factor: float | None,
+    loss_agg_mode: str, config: GSPOConfig, *, aggregate: Aggregate,
 ) -> PolicyLossOutput:
     """GSPO: ``s_i = exp(mean_t M·lr_t)``; token loss ``max(−A·s, −A·clip(s, 1−ε_low, 1+ε_high))``.
 
@@ -323,7 +330,7 @@ def _gspo(
     unclipped = -advantages * seq_ratio
     clipped = -advantages * seq_ratio.clamp(1.0 - config.clip_ratio_low, 1.0 + config.clip_ratio_high)
     token_loss = torch.maximum(unclipped, clipped)
-    loss = agg_loss(token_loss, response_mask, loss_agg_mode, loss_scale_factor=loss_scale_factor)
+    loss = aggregate(token_loss, response_mask, loss_agg_mode)
     no_rows = torch.zeros((), dtype=log_prob.dtype, device=log_prob.device)
     metrics = _metrics(
         seq_ratio, advantages, response_mask, old_log_prob, log_prob,
@@ -335,14 +342,14 @@ def _gspo(
 @register_policy_loss("cispo", CISPOConfig)
 def _cispo(
     old_log_prob: Tensor, log_prob: Tensor, advantages: Tensor, response_mask: Tensor,
-    loss_agg_mode: str, config: CISPOConfig, *, loss_scale_factor: float | None,
+    loss_agg_mode: str, config: CISPOConfig, *, aggregate: Aggregate,
 ) -> PolicyLossOutput:
     """CISPO: token loss ``−sg(clip(r, 1−ε_low, 1+ε_high))·A·logπθ_t`` (no min/max: every token keeps a gradient)."""
     ratio = _ratio(old_log_prob, log_prob)
     weight = ratio.detach().clamp(1.0 - config.clip_ratio_low, 1.0 + config.clip_ratio_high)
     token_loss = -weight * advantages * log_prob
     mask, masked_rows = _apply_sequence_mask(config, old_log_prob, log_prob, advantages, response_mask)
-    loss = agg_loss(token_loss, mask, loss_agg_mode, loss_scale_factor=loss_scale_factor)
+    loss = aggregate(token_loss, mask, loss_agg_mode)
     metrics = _metrics(
         ratio, advantages, response_mask, old_log_prob, log_prob,
         config.clip_ratio_low, config.clip_ratio_high, masked_rows,
@@ -353,24 +360,24 @@ def _cispo(
 @register_policy_loss("sapo", SAPOConfig, agg_mode="seq-mean-token-mean")
 def _sapo(
     old_log_prob: Tensor, log_prob: Tensor, advantages: Tensor, response_mask: Tensor,
-    loss_agg_mode: str, config: SAPOConfig, *, loss_scale_factor: float | None,
+    loss_agg_mode: str, config: SAPOConfig, *, aggregate: Aggregate,
 ) -> PolicyLossOutput:
     """SAPO: ``gate = (4/τ)·σ(τ·(r − 1))``, token loss ``−gate·A``.
 
-    τ = ``tau_pos`` for rows whose mean advantage is > 0, else ``tau_neg``. ``dgate/dr = 1`` at r = 1, so
-    on-policy the gradient is the plain policy gradient; far from 1 the gate flattens (a soft clip).
+    τ = ``tau_pos`` for tokens whose advantage is > 0, else ``tau_neg`` (per token, as SAPO and verl
+    0.9.1; with outcome advantages every token of a row has the row's sign). ``dgate/dr = 1`` at r = 1,
+    so on-policy the gradient is the plain policy gradient; far from 1 the gate flattens (a soft clip).
     """
     ratio = _ratio(old_log_prob, log_prob)
-    positive = row_mean(advantages, response_mask) > 0
     tau = torch.where(
-        positive,
+        advantages > 0,
         torch.tensor(config.tau_pos, dtype=ratio.dtype, device=ratio.device),
         torch.tensor(config.tau_neg, dtype=ratio.dtype, device=ratio.device),
-    ).unsqueeze(-1)
+    )
     gate = (4.0 / tau) * torch.sigmoid(tau * (ratio - 1.0))
     token_loss = -gate * advantages
     mask, masked_rows = _apply_sequence_mask(config, old_log_prob, log_prob, advantages, response_mask)
-    loss = agg_loss(token_loss, mask, loss_agg_mode, loss_scale_factor=loss_scale_factor)
+    loss = aggregate(token_loss, mask, loss_agg_mode)
     metrics = _metrics(
         ratio, advantages, response_mask, old_log_prob, log_prob,
         config.clip_ratio_low, config.clip_ratio_high, masked_rows,
