@@ -1,16 +1,23 @@
 """A minimal OpenAI-compatible HTTP server for a local ``hf`` model (loopback only, stdlib only).
 
-It serves ``GET /v1/models`` and ``POST /v1/chat/completions`` (non-streaming, ``n = 1``) so that
-the ``openai`` backend, the official ``openai`` client or any other OpenAI-compatible tool can drive
-a local model, e.g. the embedded tiny model in tests. Requests that arrive together are generated
-as one batch (requests with equal sampling options share a forward pass).
+It serves ``GET /v1/models``, ``GET /v1/models/{id}`` and ``POST /v1/chat/completions``
+(non-streaming; up to 16 choices), so that the ``openai`` backend, the official ``openai`` client or
+any other OpenAI-compatible tool can drive a local model, e.g. the embedded tiny model in tests.
+Requests that arrive together are generated as one batch (requests with equal sampling options
+share a forward pass).
 
-Semantics follow the OpenAI API: the matched stop string is not part of the returned content;
-``finish_reason`` is ``"stop"`` (end of turn or stop string) or ``"length"``; ``seed`` makes
-sampling reproducible; ``logprobs: true`` returns one entry per generated token (an end-of-turn
-token excluded). ``top_k`` is accepted as an extra field, as vLLM does. A prompt that with
-``max_tokens`` exceeds the model's context window is refused with HTTP 400, code
-``context_length_exceeded`` and vLLM's message ("This model's maximum context length is N tokens.").
+Semantics follow the OpenAI API:
+- the matched stop string is not part of the returned content;
+- ``finish_reason`` is ``"stop"`` (end of turn or stop string) or ``"length"``;
+- ``seed`` makes sampling reproducible, and a request without one gets a fresh random seed; choice
+  ``i`` of ``n`` samples turn ``i`` of the seed;
+- ``logprobs: true`` returns one entry per generated token (an end-of-turn token excluded);
+- ``top_k`` is accepted as an extra field, as vLLM does;
+- a field the server does not implement (``tools``, ``stream``, ``response_format``, penalties,
+  ``top_logprobs``) is refused with HTTP 400, unless its value asks for nothing;
+- a prompt that with ``max_tokens`` exceeds the model's context window is refused with HTTP 400,
+  code ``context_length_exceeded`` and vLLM's message ("This model's maximum context length is N
+  tokens.").
 
 Run it with ``python -m arlkit.policies.serve MODEL_DIR --port 8000``.
 """
@@ -21,8 +28,10 @@ import argparse
 import ipaddress
 import json
 import queue
+import secrets
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +46,12 @@ __all__ = ["OpenAICompatibleServer"]
 
 _MAX_BODY = 16 * 2**20
 _REPLY_TIMEOUT = 600.0
+_MAX_CHOICES = 16
+_FIELDS = frozenset({"model", "messages", "temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens",
+                     "stop", "seed", "logprobs", "n", "user"})
+"""Request fields the server implements; any other is refused with 400 unless it asks for nothing."""
+_NEUTRAL: dict[str, Any] = {"presence_penalty": 0, "frequency_penalty": 0, "top_logprobs": 0, "stream": False,
+                            "tools": [], "parallel_tool_calls": True}
 
 
 @dataclass
@@ -117,6 +132,9 @@ class OpenAICompatibleServer:
 
     def submit(self, job: _Job) -> Reply:
         self._jobs.put(job)
+        return self._wait(job)
+
+    def _wait(self, job: _Job) -> Reply:
         if not job.done.wait(_REPLY_TIMEOUT):
             job.status = 503
             return Reply("", error="the model did not answer in time")
@@ -156,28 +174,41 @@ class OpenAICompatibleServer:
     # -- the API -------------------------------------------------------------------------------
 
     def models(self) -> dict[str, Any]:
-        return {"object": "list", "data": [{"id": self.model_name, "object": "model", "owned_by": "arlkit"}]}
+        return {"object": "list", "data": [self.model()]}
+
+    def model(self) -> dict[str, Any]:
+        """The served model's object (``GET /v1/models/{id}``)."""
+        return {"id": self.model_name, "object": "model", "created": 0, "owned_by": "arlkit"}
 
     def chat(self, body: Any) -> dict[str, Any]:
-        request, sampling, stop, want_logprobs = self._parse(body)
-        job = _Job(request, sampling, stop)
-        reply = self.submit(job)
-        if reply.error is not None:
-            raise _BadRequest(job.status, reply.error, "server_error" if job.status >= 500 else "invalid_request_error")
-        if reply.finish_reason == CONTEXT_LENGTH_EXCEEDED:
-            prompt, new = len(reply.prompt_ids or ()), sampling.max_new_tokens or 0
-            raise _BadRequest(
-                400,
-                f"This model's maximum context length is {self.policy.context_length} tokens. However, you requested "
-                f"{prompt + new} tokens ({prompt} in the messages, {new} in the completion). "
-                "Please reduce the length of the messages or completion.",
-                CONTEXT_LENGTH_EXCEEDED,
-            )
-        return self._response(reply, sampling, stop, want_logprobs, body)
+        request, sampling, stop, want_logprobs, n = self._parse(body)
+        # choice i samples turn i of the request's seed: n choices are n different samples, and
+        # choice 0 is what the same request with n = 1 returns
+        jobs = [_Job(Request(request.messages, request.seed, i), sampling, stop) for i in range(n)]
+        for job in jobs:
+            self._jobs.put(job)
+        replies = [self._wait(job) for job in jobs]
+        for job, reply in zip(jobs, replies, strict=True):
+            if reply.error is not None:
+                raise _BadRequest(job.status, reply.error, "server_error" if job.status >= 500 else "invalid_request_error")
+            if reply.finish_reason == CONTEXT_LENGTH_EXCEEDED:
+                prompt, new = len(reply.prompt_ids or ()), sampling.max_new_tokens or 0
+                raise _BadRequest(
+                    400,
+                    f"This model's maximum context length is {self.policy.context_length} tokens. However, you "
+                    f"requested {prompt + new} tokens ({prompt} in the messages, {new} in the completion). "
+                    "Please reduce the length of the messages or completion.",
+                    CONTEXT_LENGTH_EXCEEDED,
+                )
+        return self._response(replies, stop, want_logprobs, body)
 
-    def _parse(self, body: Any) -> tuple[Request, SamplingConfig, tuple[str, ...], bool]:
+    def _parse(self, body: Any) -> tuple[Request, SamplingConfig, tuple[str, ...], bool, int]:
         if not isinstance(body, dict):
             raise _BadRequest(400, "the body must be a JSON object")
+        unsupported = sorted(k for k, v in body.items() if k not in _FIELDS and not _is_default(k, v))
+        if unsupported:
+            raise _BadRequest(400, f"unsupported field(s): {', '.join(unsupported)}; this server supports "
+                                   f"{', '.join(sorted(_FIELDS))}")
         if body.get("model") != self.model_name:
             raise _BadRequest(404, f"The model {body.get('model')!r} does not exist", "model_not_found")
         messages = body.get("messages")
@@ -185,13 +216,20 @@ class OpenAICompatibleServer:
             isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages
         ):
             raise _BadRequest(400, "messages must be a non-empty list of {role, content} objects with string content")
-        if body.get("n", 1) != 1 or body.get("stream"):
-            raise _BadRequest(400, "only n = 1 without streaming is supported")
+        n = body.get("n", 1)
+        if n is None:
+            n = 1
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= _MAX_CHOICES:
+            raise _BadRequest(400, f"n must be an integer from 1 to {_MAX_CHOICES}, got {n!r}")
         stop = body.get("stop") or []
         stop = [stop] if isinstance(stop, str) else stop
         if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
             raise _BadRequest(400, "stop must be a string or a list of strings")
-        limit: Any = body.get("max_completion_tokens") or body.get("max_tokens") or self.policy.sampling.max_new_tokens
+        limit: Any = body.get("max_completion_tokens", body.get("max_tokens"))
+        if limit is None:
+            limit = self.policy.sampling.max_new_tokens
+        elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise _BadRequest(400, f"max_tokens / max_completion_tokens must be an integer >= 1, got {limit!r}")
         try:
             sampling = SamplingConfig(
                 temperature=float(body.get("temperature", 1.0)),
@@ -199,15 +237,14 @@ class OpenAICompatibleServer:
                 top_k=int(body.get("top_k", 0) or 0),
                 max_new_tokens=int(limit),
             )
-            seed = int(body.get("seed") or 0)
+            # no seed: a fresh one, so unseeded requests are independent samples (not all seed 0)
+            seed = int(body["seed"]) if body.get("seed") is not None else secrets.randbits(62)
         except (TypeError, ValueError) as exc:
             raise _BadRequest(400, f"invalid sampling option: {exc}") from None
         messages = [{"role": m["role"], "content": m["content"]} for m in messages]
-        return Request(messages=messages, seed=seed, turn=0), sampling, tuple(stop), bool(body.get("logprobs"))
+        return Request(messages=messages, seed=seed, turn=0), sampling, tuple(stop), bool(body.get("logprobs")), n
 
-    def _response(
-        self, reply: Reply, sampling: SamplingConfig, stop: Sequence[str], want_logprobs: bool, body: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _choice(self, index: int, reply: Reply, stop: Sequence[str], want_logprobs: bool) -> dict[str, Any]:
         tokenizer = self.policy.tokenizer
         ids = list(reply.token_ids or ())
         lps = list(reply.logprobs or ())
@@ -218,11 +255,10 @@ class OpenAICompatibleServer:
         cut = min((text.find(s) for s in stop if s and s in text), default=-1)
         if cut >= 0:
             text = text[:cut]
-        finish = "stop" if ended or cut >= 0 else "length"
         choice: dict[str, Any] = {
-            "index": 0,
+            "index": index,
             "message": {"role": "assistant", "content": text},
-            "finish_reason": finish,
+            "finish_reason": "stop" if ended or cut >= 0 else "length",
             "logprobs": None,
         }
         if want_logprobs:
@@ -231,19 +267,26 @@ class OpenAICompatibleServer:
                 piece = tokenizer.decode([token])
                 content.append({"token": piece, "logprob": lp, "bytes": list(piece.encode("utf-8")), "top_logprobs": []})
             choice["logprobs"] = {"content": content}
+        return choice
+
+    def _response(self, replies: Sequence[Reply], stop: Sequence[str], want_logprobs: bool,
+                  body: dict[str, Any]) -> dict[str, Any]:
         prompt_tokens = len(self.policy.prompt_ids(body["messages"]))
+        completion = sum(len(r.token_ids or ()) for r in replies)
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.model_name,
-            "choices": [choice],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": len(reply.token_ids or ()),
-                "total_tokens": prompt_tokens + len(reply.token_ids or ()),
-            },
+            "choices": [self._choice(i, r, stop, want_logprobs) for i, r in enumerate(replies)],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion,
+                      "total_tokens": prompt_tokens + completion},
         }
+
+
+def _is_default(key: str, value: Any) -> bool:
+    """A field this server does not implement, sent with the value that asks for nothing."""
+    return value is None or value is False or (key in _NEUTRAL and value == _NEUTRAL[key])
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -269,25 +312,36 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, {"error": {"message": message, "type": code, "code": code}})
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
-            self._send(200, self.server_state.models())
+        path = self.path.rstrip("/")
+        state = self.server_state
+        if path in ("/v1/models", "/models"):
+            self._send(200, state.models())
+        elif path.startswith(("/v1/models/", "/models/")):
+            wanted = urllib.parse.unquote(path.split("/models/", 1)[1])
+            if wanted == state.model_name:
+                self._send(200, state.model())
+            else:
+                self._error(404, f"The model {wanted!r} does not exist", "model_not_found")
         else:
             self._error(404, f"no route {self.path}", "not_found")
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            self.close_connection = True  # the body's end is unknown: the connection cannot be reused
+            self._error(411, "Content-Length required", "invalid_request_error")
+            return
+        if not 0 <= length <= _MAX_BODY:
+            self.close_connection = True
+            self._error(413, "request body too large", "invalid_request_error")
+            return
+        raw = self.rfile.read(length)  # read before any answer, so the keep-alive connection stays in step
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
             self._error(404, f"no route {self.path}", "not_found")
             return
         try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
-            self._error(411, "Content-Length required", "invalid_request_error")
-            return
-        if not 0 <= length <= _MAX_BODY:
-            self._error(413, "request body too large", "invalid_request_error")
-            return
-        try:
-            body = json.loads(self.rfile.read(length) or b"null")
+            body = json.loads(raw or b"null")
         except (json.JSONDecodeError, UnicodeDecodeError):
             self._error(400, "the body is not valid JSON", "invalid_request_error")
             return
