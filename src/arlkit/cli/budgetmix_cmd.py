@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "draws (chi-square p-value), prompts announcing the sampled budget, zero reward on exhausted budgets. "
         "Exit code 0 when every check passes, 1 otherwise.",
     )
-    audit.add_argument("run", help="training run directory")
+    audit.add_argument("run", help="training run directory, or a verl data file (.parquet) from `arlkit verl data`")
     audit.add_argument("--alpha", type=float, default=0.01, help="fail the uniformity check below this p-value")
     audit.set_defaults(handler=_audit)
 
@@ -41,7 +41,14 @@ def _audit(args: argparse.Namespace) -> int:
     from arlkit.train.budgetmix import audit_run
 
     try:
-        report = audit_run(args.run, alpha=args.alpha)
+        if str(args.run).endswith(".parquet"):  # a verl data file (arlkit verl data)
+            try:
+                from arlkit.integrations.verl_data import audit_data
+            except ImportError as exc:
+                raise UsageError(f"auditing a parquet file needs pyarrow ({exc}); pip install 'arlkit[verl]'") from None
+            report = audit_data(args.run, alpha=args.alpha)
+        else:
+            report = audit_run(args.run, alpha=args.alpha)
     except (FileNotFoundError, ValueError, KeyError) as exc:
         raise UsageError(str(exc)) from None
     print(report.render())

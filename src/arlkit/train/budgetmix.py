@@ -29,6 +29,7 @@ __all__ = [
     "AuditReport",
     "audit_run",
     "budget_candidates",
+    "budget_checks",
     "chi_square_uniform",
     "sample_group_budgets",
 ]
@@ -160,6 +161,29 @@ def _read_run(run: Path) -> tuple[dict, list[dict]]:
     return info, groups
 
 
+def budget_checks(mode: str, t_max: int, budgets: Sequence[int], *, alpha: float = 0.01) -> list[AuditCheck]:
+    """The checks on the groups' budgets alone (one per group): every budget allowed by ``mode``
+    and, for BudgetMix, their counts consistent with uniform over the candidates (chi-square p-value
+    >= ``alpha``). Shared by :func:`audit_run` and the audit of verl data files."""
+    allowed = list(resolve_budget(mode, t_max, TRAIN_BUDGETS))
+    outside = [b for b in budgets if b not in allowed]
+    checks = [AuditCheck(
+        "budgets from the allowed set", not outside,
+        f"allowed {allowed}; " + (f"{len(outside)} groups outside, e.g. budget {outside[0]}"
+                                  if outside else "all budgets allowed"),
+    )]
+    if mode == "budgetmix":
+        counts = Counter(budgets)
+        observed = [counts.get(c, 0) for c in allowed]
+        stat, p = chi_square_uniform(observed)
+        checks.append(AuditCheck(
+            "budgets uniform over the candidates", p >= alpha,
+            f"counts {dict(zip(allowed, observed, strict=True))}; chi-square {stat:.2f} on {len(allowed) - 1} df, "
+            f"p = {p:.3g} (fail below {alpha})",
+        ))
+    return checks
+
+
 def audit_run(run: str | Path, *, alpha: float = 0.01) -> AuditReport:
     """Check a finished run's logs against the BudgetMix rules (module docstring).
 
@@ -172,7 +196,6 @@ def audit_run(run: str | Path, *, alpha: float = 0.01) -> AuditReport:
     info, groups = _read_run(run)
     mode = str(info["config"]["budget"])
     t_max = int(info["t_max"])
-    allowed = list(resolve_budget(mode, t_max, TRAIN_BUDGETS))
     checks = []
 
     bad_groups = [g for g in groups if len({t["budget"] for t in g["trajectories"]} | {g["budget"]}) != 1]
@@ -182,22 +205,7 @@ def audit_run(run: str | Path, *, alpha: float = 0.01) -> AuditReport:
         + (f"; first violation: group {bad_groups[0]['group']}" if bad_groups else ""),
     ))
 
-    outside = [g for g in groups if g["budget"] not in allowed]
-    checks.append(AuditCheck(
-        "budgets from the allowed set", not outside,
-        f"allowed {allowed}; " + (f"{len(outside)} groups outside, e.g. budget {outside[0]['budget']}"
-                                  if outside else "all budgets allowed"),
-    ))
-
-    if mode == "budgetmix":
-        counts = Counter(g["budget"] for g in groups)
-        observed = [counts.get(c, 0) for c in allowed]
-        stat, p = chi_square_uniform(observed)
-        checks.append(AuditCheck(
-            "budgets uniform over the candidates", p >= alpha,
-            f"counts {dict(zip(allowed, observed, strict=True))}; chi-square {stat:.2f} on {len(allowed) - 1} df, "
-            f"p = {p:.3g} (fail below {alpha})",
-        ))
+    checks += budget_checks(mode, t_max, [int(g["budget"]) for g in groups], alpha=alpha)
 
     hidden = info["config"].get("budget_mode") == "hidden"
     wrong_prompt = []

@@ -1,0 +1,65 @@
+"""``arlkit verl``: training data for verl's trainer from arlkit's environments (docs/scale-out.md)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+
+from arlkit.cli import UsageError
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("verl", help="verl training data (docs/scale-out.md)", description=__doc__)
+    actions = p.add_subparsers(dest="verl_command", metavar="ACTION", parser_class=type(p))
+    actions.required = True
+    data = actions.add_parser(
+        "data", help="write verl-format parquet rows, one per task group",
+        description="One row per task group: the task, its seeds, its turn budget (one BudgetMix draw per group "
+        "with --budget budgetmix) and the engine's first prompt. `arlkit budgetmix audit FILE` checks it.",
+    )
+    data.add_argument("--env", required=True, help="environment")
+    data.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="environment option")
+    data.add_argument("--budget", default="budgetmix", help="full, budgetmix, a percentage (25%%) or turns")
+    data.add_argument("--groups", type=int, default=256, help="rows (task groups)")
+    data.add_argument("--tasks", type=int, default=100, help="draw tasks from the split's first N")
+    data.add_argument("--split", default="train", choices=("train", "test"))
+    data.add_argument("--seed", type=int, default=0)
+    data.add_argument("--budget-mode", default="announced", choices=("announced", "hidden"))
+    data.add_argument("--prompt-profile", default="rt", choices=("rt", "compact"))
+    data.add_argument("--out", required=True, help="the parquet file to write")
+    data.set_defaults(handler=_data)
+
+
+def _data(args: argparse.Namespace) -> int:
+    from arlkit.budgets import TRAIN_BUDGETS, check_budget
+    from arlkit.config import ConfigError, parse_key_values
+    from arlkit.envs import list_envs
+    from arlkit.envs.registry import env_config
+    from arlkit.rollout.prompts import PromptConfig
+
+    if args.env not in list_envs():
+        raise UsageError(f"unknown environment {args.env!r}; valid choices: {', '.join(list_envs())}")
+    try:
+        check_budget(args.budget, TRAIN_BUDGETS)
+        overrides = parse_key_values(args.env_arg, option="--env-arg")
+        typed = env_config(args.env, overrides)
+    except (ConfigError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    env_args = {k: getattr(typed, k) for k in overrides}
+    if importlib.util.find_spec("pyarrow") is None:  # checked before any work
+        raise UsageError("arlkit verl data needs pyarrow; pip install 'arlkit[verl]'")
+    from arlkit.integrations.verl_data import build_rows, write_rows
+
+    try:
+        rows = build_rows(args.env, env_args, budget=args.budget, groups=args.groups, split=args.split,
+                          tasks=args.tasks, seed=args.seed,
+                          prompt=PromptConfig(args.budget_mode, profile=args.prompt_profile))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    out = write_rows(rows, args.out)
+    budgets = sorted({r["extra_info"]["budget"] for r in rows})
+    print(f"wrote {len(rows)} rows to {out} (env {args.env} {json.dumps(env_args)}, budgets {budgets})")
+    return 0
