@@ -77,3 +77,24 @@ def test_chat_template_renders_the_budget_aware_prompt(tiny_model_dir: Path) -> 
     assert len(grid) == len(first)
     sokoban = "#####\n#_√S#\n#X_O#\n#####"
     assert len(tokenizer(sokoban, add_special_tokens=False)["input_ids"]) == len(sokoban)
+
+
+def test_a_saved_model_directory_is_readable_and_loads_without_offline_flags(tiny_model_dir: Path,
+                                                                             tmp_path: Path) -> None:
+    import json
+    import os
+    import stat
+
+    from arlkit.policies.hf_ops import load_hf_model
+    from arlkit.policies.tiny import save_model_dir
+
+    model, tokenizer = load_hf_model(tiny_model_dir)  # loads with local_files_only=True
+    out = save_model_dir(model, tokenizer, tmp_path / "saved")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
+    for path in out.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask, path.name
+    assert "local_files_only" not in json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    again, _ = load_hf_model(out)
+    assert again.config.vocab_size == model.config.vocab_size

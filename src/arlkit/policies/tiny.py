@@ -22,6 +22,7 @@ on ``(size, seed)`` and arlkit's code, so the same command writes byte-identical
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -243,13 +244,19 @@ def build_tiny_model(
 
 def save_model_dir(model: Any, tokenizer: Any, out: Path) -> Path:
     """Write ``model`` and ``tokenizer`` as a directory ``from_pretrained`` loads, atomically: into a
-    temporary sibling directory, renamed over ``out`` once complete (a kill never leaves half a model)."""
+    temporary sibling directory, renamed over ``out`` once complete (a kill never leaves half a model).
+
+    The directory loads anywhere, without arlkit: files and folder get the usual permissions (0644 and
+    0755 under the common umask; ``mkdtemp`` made them private), and ``tokenizer_config.json`` does not
+    keep the ``local_files_only`` a loader passed (it would make every later load offline-only)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         with quiet_progress():
             model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        _drop_load_options(tmp / "tokenizer_config.json")
+        _usual_permissions(tmp)
         if out.exists():
             shutil.rmtree(out)
         tmp.rename(out)
@@ -257,6 +264,24 @@ def save_model_dir(model: Any, tokenizer: Any, out: Path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _drop_load_options(path: Path) -> None:
+    if not path.is_file():
+        return
+    config = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(config, dict) and "local_files_only" in config:
+        del config["local_files_only"]
+        path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _usual_permissions(folder: Path) -> None:
+    """The modes a plain ``mkdir`` / ``open`` would have given (0o777 / 0o666 less the umask)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in folder.rglob("*"):
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
+    folder.chmod(0o777 & ~umask)
 
 
 def parameter_count(size: str, vocab_size: int) -> int:
