@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -50,11 +50,19 @@ def test_a_stopped_eval_resumes_to_the_uninterrupted_result(tmp_path: Path, how:
         stopped = tmp_path / "stopped"
         proc = subprocess.Popen(_command(server.base_url, stopped), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=env)
-        deadline = time.monotonic() + DEADLINE_S
-        while _lines(stopped / "trajectories.jsonl") < 20 and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)  # polling for the event: 20 finished trajectories on disk
-        assert proc.poll() is None, "the run ended before it could be stopped"
+        watchdog = threading.Timer(DEADLINE_S, proc.kill)  # the generous deadline: a hung run fails the test
+        watchdog.start()
+        try:
+            # The event: the progress line at a quarter of the run (192 trajectories), printed on
+            # stderr after the 48th trajectory was written.
+            for line in iter(proc.stderr.readline, b""):  # type: ignore[union-attr]
+                if line.startswith(b"trajectories: 48/192"):
+                    break
+        finally:
+            watchdog.cancel()
+        assert proc.poll() is None, "the run ended (or hung) before it could be stopped"
         written = _lines(stopped / "trajectories.jsonl")
+        assert written >= 48
         proc.send_signal(how)
         _, err = proc.communicate(timeout=DEADLINE_S)
         if how == signal.SIGINT:

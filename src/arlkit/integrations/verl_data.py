@@ -38,10 +38,10 @@ AGENT_NAME = "arlkit_agent"
 """The agent loop the rows ask for (``agent_name``)."""
 
 
-def _first_messages(env_name: str, env_args: dict[str, Any], task: Any, *, budget: int, env_seed: int,
-                    policy_seed: int, prompt: PromptConfig) -> list[dict[str, str]]:
-    """The first request's messages, exactly as the rollout engine builds them."""
-    live = start_trajectory(make(env_name, **env_args), task, sample=0, budget=budget, env_seed=env_seed,
+def _first_messages(env: Any, task: Any, *, budget: int, env_seed: int, policy_seed: int,
+                    prompt: PromptConfig) -> list[dict[str, str]]:
+    """The first request's messages, exactly as the rollout engine builds them (``env`` is reset)."""
+    live = start_trajectory(env, task, sample=0, budget=budget, env_seed=env_seed,
                             policy_seed=policy_seed, group=None, policy_name="verl", prompt=prompt)
     return [dict(m) for m in next_request(live).messages]
 
@@ -67,8 +67,8 @@ def build_rows(env_name: str, env_args: dict[str, Any] | None = None, *, budget:
         rows.append({
             "data_source": f"arlkit/{env_name}",
             "agent_name": AGENT_NAME,
-            "prompt": _first_messages(env_name, env_args, task, budget=b, env_seed=job.env_seed,
-                                      policy_seed=job.policy_seed, prompt=prompt),
+            "prompt": _first_messages(probe, task, budget=b, env_seed=job.env_seed, policy_seed=job.policy_seed,
+                                      prompt=prompt),
             "ability": "agent",
             "reward_model": {"style": "arlkit_env", "ground_truth": ""},
             "extra_info": {
@@ -86,7 +86,7 @@ def _pool(env: Any, split: str, n: int) -> list[Any]:
     try:
         return list(env.tasks(split, n))
     except ValueError as exc:  # a fixed task set smaller than n: its message says how many exist
-        raise ValueError(f"{exc}; pass a smaller --tasks") from None
+        raise ValueError(f"{exc}; ask for fewer tasks (--tasks)") from None
 
 
 def write_rows(rows: Sequence[dict[str, Any]], out: str | Path) -> Path:
@@ -121,15 +121,16 @@ def audit_data(path: str | Path, *, alpha: float = 0.01) -> AuditReport:
                          f"{len(rows)} rows, {len(set(groups))} distinct groups, one budget each")]
     checks += budget_checks(mode, t_max, [int(i["budget"]) for i in info], alpha=alpha)
     wrong = []
-    cache: dict[tuple[str, str, str, int], list[Any]] = {}
+    cache: dict[tuple[str, str, str, int], tuple[Any, list[Any]]] = {}  # -> (environment, task pool)
     for row, i in zip(rows, info, strict=True):
-        args = json.loads(i["env_args"])
         key = (i["env"], i["env_args"], i["split"], int(i["tasks"]))
         if key not in cache:
-            cache[key] = _pool(make(i["env"], **args), i["split"], int(i["tasks"]))
-        task = cache[key][int(i["task_index"])]
+            env = make(i["env"], **json.loads(i["env_args"]))
+            cache[key] = env, _pool(env, i["split"], int(i["tasks"]))
+        env, pool = cache[key]
+        task = pool[int(i["task_index"])]
         prompt = PromptConfig(i["budget_mode"], i["history"], i["counters"], i["profile"])
-        expected = _first_messages(i["env"], args, task, budget=int(i["budget"]), env_seed=int(i["env_seed"]),
+        expected = _first_messages(env, task, budget=int(i["budget"]), env_seed=int(i["env_seed"]),
                                    policy_seed=int(i["policy_seed"]), prompt=prompt)
         if task.task_id != i["task_id"] or row["prompt"] != expected:
             wrong.append(i["group"])

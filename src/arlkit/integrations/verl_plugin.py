@@ -28,6 +28,7 @@ and re-raises (docs/scale-out.md).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -50,7 +51,12 @@ _ALGO_FIELDS = ("norm_adv_by_std_in_grpo",)
 
 def settings_for(name: str) -> dict[str, Any]:
     """The :data:`SETTINGS_ENV` entry of ``name`` (``{}`` when unset)."""
-    raw = os.environ.get(SETTINGS_ENV, "").strip()
+    return dict(_settings(os.environ.get(SETTINGS_ENV, "").strip(), name))
+
+
+@functools.lru_cache(maxsize=64)
+def _settings(raw: str, name: str) -> dict[str, Any]:
+    """Parsed and checked once per value of the variable (a loss runs on every micro-batch)."""
     if not raw:
         return {}
     try:
