@@ -9,6 +9,8 @@ STAMP := $(VENV)/.arlkit-installed
 VERL_STAMP := $(VENV)/.arlkit-verl-installed
 # verl for the tests of arlkit's verl plugin (docs/scale-out.md): --no-deps, its full requirements pull GPU stacks.
 VERL_PIN ?= verl==0.9.1 tensordict==0.10.0
+# bfcl-eval the light way (docs/benchmarks.md): its multi-turn classes and checker need only mpmath.
+BFCL_PIN ?= bfcl-eval==2026.3.23
 
 .PHONY: install demo test test-stress bench clean
 
@@ -16,14 +18,15 @@ $(STAMP): pyproject.toml Makefile
 	./scripts/install-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora]"
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval]" mpmath
+	$(BIN)/python -m pip install --quiet --no-deps $(BFCL_PIN)
 	touch $(STAMP)
 
 install: $(STAMP)
 
 $(VERL_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps $(VERL_PIN)
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,verl]"
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,verl]"
 	touch $(VERL_STAMP)
 
 demo: $(STAMP)

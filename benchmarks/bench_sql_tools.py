@@ -1,13 +1,13 @@
-"""Speed of the ``sql`` and ``tools`` environments (issue #5's SQL and tool-call figures).
+"""Speed of the ``sql`` and ``bfcl`` environments (SQL and tool-call figures).
 
 Reports, as medians over repeats on this machine:
 - SQL steps/s: ``env.step`` on the shipped test tasks, (a) a cheap exploratory query
   (``SELECT * FROM <table> LIMIT 5``), (b) each task's gold query (joins, grouping, sub-queries),
   (c) whole one-turn episodes ``reset`` + ``submit <gold>`` (scoring included); and the latency of a
   refused statement and of a query stopped at the time limit;
-- tool-call steps/s: ``env.step`` along the expert path of every shipped test entry (parse with
-  ``ast``, bind, execute, and the per-turn state/response checks on ``finish_turn()``), and for
-  rejected hostile call strings;
+- tool-call steps/s: ``env.step`` along the ground-truth path of every BFCL multi_turn_base entry
+  (parse with ``ast``, run on BFCL's classes, BFCL's checks on ``finish_turn()``), and for
+  rejected hostile call strings (needs the bfcl extra);
 - both through the rollout engine with the scripted ``oracle`` policy (prompt building and reply
   parsing included).
 
@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from arlkit.envs import make
 from arlkit.envs.sql.env import SqlEnv
-from arlkit.envs.tools import ToolsEnv
+from arlkit.envs.bfcl import BfclEnv
 from arlkit.policies import make_policy
 from arlkit.rollout import make_jobs, run_rollouts
 
@@ -78,9 +78,9 @@ def sql_figures(cache: str) -> dict[str, float]:
 
 
 def tools_figures() -> dict[str, float]:
-    env = make("tools")
-    assert isinstance(env, ToolsEnv)
-    tasks = env.tasks("test", len(env.split_entries("test")))
+    env = make("bfcl")
+    assert isinstance(env, BfclEnv)
+    tasks = env.tasks("test", len(env.entries))
     # The expert path of every entry, recorded once, then replayed without the oracle's cost.
     paths = []
     for task in tasks:
@@ -94,7 +94,7 @@ def tools_figures() -> dict[str, float]:
         paths.append((task, actions))
     out: dict[str, float] = {}
     start, n = time.perf_counter(), 0
-    for _ in range(10):
+    for _ in range(3):
         for task, actions in paths:
             env.reset(task, 0)
             for action in actions:
@@ -105,8 +105,8 @@ def tools_figures() -> dict[str, float]:
         "__import__('os').system('id')",
         "mv(source=(lambda: 'a')(), destination='b')",
         "mean(numbers=[x for x in range(9)])",
-        "unknown_function(a=1)",
-        "cat(file_name=3)",
+        "ls(); finish_turn(); ls()",
+        "cd(folder='a', folder='b')",
     ]
     env.reset(tasks[0], 0)
     start, n = time.perf_counter(), 0
@@ -139,7 +139,7 @@ def main() -> None:
             runs.setdefault("sql engine steps/s (oracle policy)", []).append(
                 engine_figure("sql", {"cache_dir": cache}, 10)
             )
-            runs.setdefault("tools engine steps/s (oracle policy)", []).append(engine_figure("tools", {}, 24))
+            runs.setdefault("bfcl engine steps/s (oracle policy)", []).append(engine_figure("bfcl", {}, 24))
     width = max(len(k) for k in runs)
     for key, values in runs.items():
         print(f"{key:<{width}}  {statistics.median(values):>10.1f}")

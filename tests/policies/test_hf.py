@@ -66,7 +66,10 @@ def test_kv_reuse_across_turns_changes_nothing_but_the_work(spiky, mode: str, at
     assert len(turns) == sum(len(t.turns) for t in a) == sum(len(t.turns) for t in b) > 12
     for x, y in turns:
         assert x.reply == y.reply and x.token_ids == y.token_ids
-        assert _close(tuple(x.logprobs or ()), tuple(y.logprobs or ()))
+        # A reused prefix sums its attention in another order than a full prefill: float32 rounding
+        # moved a log-prob by up to 3.6e-4 on one machine (1e-4 held on another); a misplaced
+        # position or mask moves them by tenths.
+        assert _close(tuple(x.logprobs or ()), tuple(y.logprobs or ()), tol=2e-3)
     stats = reused.stats
     assert fresh.stats["prefilled_tokens"] == fresh.stats["prompt_tokens"]
     # Announced prompts change the counters near the top of the system prompt every turn, so only the

@@ -2,5 +2,5 @@
 
 from arlkit.envs import frozenlake  # noqa: F401
 from arlkit.envs import sokoban  # noqa: F401
-from arlkit.envs import sql, tools  # noqa: F401
+from arlkit.envs import bfcl, sql  # noqa: F401
 from arlkit.envs import code  # noqa: F401

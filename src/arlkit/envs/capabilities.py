@@ -27,9 +27,11 @@ helper) and raises :class:`MissingCapability` when it is absent
 - ``blocking_steps`` — a class attribute, ``True`` when ``reset``/``step`` wait on something slow
   (a sandboxed program run): the rollout engine then runs them in its worker pool, several at once;
   other environments step inline (:func:`steps_block`).
+- ``splits`` — a class attribute, the task splits ``tasks()`` serves; default ``("train", "test")``.
+  A benchmark that is only a test set (``bfcl``) declares ``("test",)`` (:func:`served_splits`).
 - :class:`FailureDetector` — whether a step was a failed call (tool calling). Default: the step was
-  invalid, or its observation carries a JSON error object (``{"error": ...}``, how the tools
-  environment reports a call that ran and failed).
+  invalid, or its observation carries a JSON error object (``{"error": ...}``, how a SQL or tool
+  call that ran and failed is reported).
 
 An analysis that needs a capability the environment lacks raises :class:`MissingCapability`; the
 CLI reports it and goes on with the analyses that can run.
@@ -70,6 +72,7 @@ __all__ = [
     "mutation_inject_error",
     "oracle_inject_error",
     "require_snapshots",
+    "served_splits",
     "state_key_of",
     "steps_block",
 ]
@@ -168,6 +171,12 @@ def require_snapshots(env: Any, purpose: str = "rebuilding recorded states") -> 
 def state_key_of(env: object) -> str:
     """``str(env.state_key())``, or ``""`` (no key recorded) when ``env`` has no :class:`StateKey`."""
     return str(env.state_key()) if isinstance(env, StateKey) else ""
+
+
+def served_splits(env: object) -> tuple[str, ...]:
+    """The splits ``env.tasks`` serves: its ``splits`` attribute, else train and test."""
+    splits = getattr(env, "splits", ("train", "test"))
+    return tuple(splits) if isinstance(splits, (tuple, list)) else ("train", "test")
 
 
 def steps_block(env: object) -> bool:

@@ -66,25 +66,32 @@ class CodeTest:
     """One unit test.
 
     Attributes:
-        kind: ``stdio`` (feed ``input`` on stdin, compare stdout with ``output``) or ``call``
-            (call ``fn_name(*args)``, compare the return value with ``expected``).
-        input: stdin text (``stdio``).
+        kind: ``stdio`` (feed ``input`` on stdin, compare stdout with ``output``), ``call``
+            (call ``fn_name(*args)``, compare the return value with ``expected``) or ``check``
+            (HumanEval: ``input`` is a test function ``check(candidate)``, run with the program's
+            ``fn_name`` as the candidate; it passes when it returns without an error).
+        input: stdin text (``stdio``); the test function's source (``check``).
         output: expected stdout (``stdio``).
-        fn_name: function (or ``Solution`` method) to call (``call``).
+        fn_name: function (or ``Solution`` method) to call (``call``, ``check``).
         args: positional arguments, JSON values (``call``).
         expected: expected return value, a JSON value (``call``).
+        setup: code run before the test function, in its namespace (``check``: HumanEval's prompt,
+            whose helper functions some checks call).
     """
 
-    kind: Literal["stdio", "call"]
+    kind: Literal["stdio", "call", "check"]
     input: str = ""
     output: str = ""
     fn_name: str = ""
     args: tuple[Any, ...] = ()
     expected: Any = None
+    setup: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         if self.kind == "stdio":
             return {"kind": "stdio", "input": self.input, "output": self.output}
+        if self.kind == "check":
+            return {"kind": "check", "fn_name": self.fn_name, "source": self.input, "setup": self.setup}
         return {"kind": "call", "fn_name": self.fn_name, "args": list(self.args), "expected": self.expected}
 
 
@@ -182,7 +189,16 @@ def _parse_test(raw: Any, where: _Where, fld: str) -> CodeTest:
         if "expected" not in raw:
             raise where.error(f"{fld}.expected", "missing")
         return CodeTest("call", fn_name=raw["fn_name"], args=tuple(raw["args"]), expected=raw["expected"])
-    raise where.error(f"{fld}.kind", f"expected 'stdio' or 'call', got {kind!r}")
+    if kind == "check":
+        if not isinstance(raw.get("fn_name"), str) or not raw["fn_name"].isidentifier():
+            raise where.error(f"{fld}.fn_name", "expected a Python identifier")
+        for key in ("source", "setup"):
+            if not isinstance(raw.get(key, ""), str):
+                raise where.error(f"{fld}.{key}", "expected a string")
+        if "def check(" not in raw.get("source", ""):
+            raise where.error(f"{fld}.source", "expected the source of a function check(candidate)")
+        return CodeTest("check", input=raw["source"], fn_name=raw["fn_name"], setup=raw.get("setup", ""))
+    raise where.error(f"{fld}.kind", f"expected 'stdio', 'call' or 'check', got {kind!r}")
 
 
 def _parse_arlkit_entry(entry: Mapping[str, Any], path: str, index: int, split: Any = None) -> CodeProblem:

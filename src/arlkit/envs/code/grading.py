@@ -8,6 +8,9 @@ Judging happens here, in the trusted parent: the sandbox only ever sees test *in
   relative).
 - function-call tests pass when the JSON form of the return value (tuples and sets become lists)
   equals the expected value; floats agree within 1e-6; ``True`` is not ``1``.
+- check tests (HumanEval) pass when the test function returns without an error: it is the
+  benchmark's own verdict. The test function runs in the harness, the program in a separate
+  interpreter that only receives the arguments of its calls (:mod:`arlkit.envs.code.harness`).
 """
 
 from __future__ import annotations
@@ -140,10 +143,21 @@ def _judge(test: CodeTest, report: dict[str, Any] | None, harness_outcome: str) 
         error = (_STATUS_TEXT[status] + ("\n" + error if error.strip() and status != "not_run" else "")).strip()
     if test.kind == "stdio":
         return TestResult(test, status == "ok" and outputs_match(stdout, test.output), status, stdout, error)
+    if test.kind == "check":  # actual: what the program last returned before the check ended
+        return TestResult(test, status == "ok", status, str(report.get("actual", "")), error)
     if status != "ok":
         return TestResult(test, False, status, "", error)
     value = report.get("value")
     return TestResult(test, values_match(value, test.expected), status, repr(value), error)
+
+
+def _harness_test(test: CodeTest) -> dict[str, Any]:
+    """What the harness gets of a test: its inputs (a check test is the test function itself)."""
+    if test.kind == "stdio":
+        return {"kind": "stdio", "input": test.input}
+    if test.kind == "check":
+        return {"kind": "check", "fn_name": test.fn_name, "setup": test.setup, "source": test.input}
+    return {"kind": "call", "fn_name": test.fn_name, "args": list(test.args)}
 
 
 def run_tests(
@@ -163,19 +177,15 @@ def run_tests(
     longest = max([len(t.output.encode()) if t.kind == "stdio" else len(json.dumps(t.expected)) for t in tests] + [0])
     cap = max_test_output or max(65536, 2 * longest + 1024)
     spec = {
-        "tests": [
-            {"kind": "stdio", "input": t.input}
-            if t.kind == "stdio"
-            else {"kind": "call", "fn_name": t.fn_name, "args": list(t.args)}
-            for t in tests
-        ],
+        "tests": [_harness_test(t) for t in tests],
         "timeout_s": float(test_timeout_s),
         "budget_s": float(budget_s),
         "max_output": cap,
     }
     result = sandbox.run_python(
         HARNESS_SOURCE,
-        files={"program.py": program, "tests.json": json.dumps(spec)},
+        files={"program.py": program},
+        stdin=json.dumps(spec),
         wall_time_s=budget_s + 10.0,
         max_output_bytes=len(tests) * (6 * cap + 4096) + 65536,
     )
@@ -216,6 +226,9 @@ def _cut(text: str, limit: int, *, keep_end: bool = False) -> str:
 def _show_input(test: CodeTest) -> str:
     if test.kind == "stdio":
         return test.input
+    if test.kind == "check":  # the test function's body: the assertions on the candidate
+        _, _, body = test.input.partition("def check(candidate):")
+        return "\n".join(line.strip() for line in body.splitlines() if line.strip())
     return f"{test.fn_name}({', '.join(repr(a) for a in test.args)})"
 
 
@@ -241,7 +254,7 @@ def format_feedback(evaluation: Evaluation, *, max_tests: int = 2, chars: int = 
         )
     lines = [f"Your program passes {n_pub - len(failing)} of {n_pub} public tests. Failing tests:"]
     for i, r in failing[:max_tests]:
-        expected = r.test.output if r.test.kind == "stdio" else repr(r.test.expected)
+        expected = {"stdio": r.test.output, "check": "the assertions hold"}.get(r.test.kind, repr(r.test.expected))
         lines.append(f"Test {i + 1}:")
         lines.append(_field("input", _cut(_show_input(r.test), chars)))
         lines.append(_field("expected", _cut(expected, chars)))

@@ -1,4 +1,4 @@
-"""InterCode-SQL on SQLite (docs/environments_sql_tools.md; RT App. A.1; T_max 10).
+"""InterCode-SQL on SQLite (docs/environments_sql.md; RT App. A.1; T_max 10).
 
 Episode semantics:
 

@@ -1,5 +1,5 @@
 """The InterCode-SQL reward: row-multiset IoU times Kendall tau of the row order
-(docs/environments_sql_tools.md, "The reward, exactly").
+(docs/environments_sql.md, "The reward, exactly").
 
 Definitions used by arlkit (written out because InterCode's code leaves them implicit):
 

