@@ -39,6 +39,7 @@ __all__ = [
     "claim_run_dir",
     "disk_full_named",
     "fsync_dir",
+    "read_complete_jsonl",
 ]
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -132,6 +133,18 @@ class RunClaim:
 
     resumed: bool
     changes: list[str] = field(default_factory=list)
+
+
+def read_complete_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """The complete lines of a JSON-lines file written by appending (a half-written last line, left
+    by a kill, is ignored); ``[]`` when the file does not exist."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    raw = p.read_text(encoding="utf-8")
+    lines = raw.split("\n")
+    complete = lines[:-1] if not raw.endswith("\n") else lines
+    return [json.loads(line) for line in complete if line.strip()]
 
 
 def _without(identity: Mapping[str, Any], volatile: Sequence[str]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf  # noqa: E402  (a verl dependency)
 from verl.trainer.ppo import core_algos  # noqa: E402
 from verl.workers.config import ActorConfig  # noqa: E402
 
-from arlkit.algos import LOSS_AGG_MODES, agg_loss, compute_advantage, kl_penalty, policy_loss  # noqa: E402
+from arlkit.algos import LOSS_AGG_MODES, agg_loss, compute_advantage, kl_penalty, policy_loss, sequence_groups  # noqa: E402
 from arlkit.algos.advantages import ADV_ESTIMATORS, AdvantageInputs  # noqa: E402
 from arlkit.algos.kl import KL_KINDS  # noqa: E402
 from arlkit.algos.policy_losses import POLICY_LOSSES  # noqa: E402
@@ -107,7 +107,9 @@ def test_registered_losses_are_arlkits_with_verls_data_parallel_scaling(name: st
     loss, metrics = fn(old, new, adv, mask, mode, _verl_config(**hyper))
     expected = policy_loss(name, old, new, adv, mask, mode, **hyper)
     torch.testing.assert_close(loss, expected.loss, **TOL)
-    assert set(metrics) == set(expected.metrics) and all(isinstance(v, float) for v in metrics.values())
+    groups = sequence_groups(old, new, adv, mask)  # AA Fig. 3's groups ride along (no entropy, no KL in verl's call)
+    assert set(metrics) == set(expected.metrics) | set(groups) and all(isinstance(v, float) for v in metrics.values())
+    assert all(metrics[k] == pytest.approx(float(v)) for k, v in groups.items())
     # two data-parallel ranks, this one holding a third of the global batch's tokens (or sequences)
     tokens, sequences = float(mask.sum()), float((mask.sum(-1) > 0).sum())
     for agg, info, factor in [("token-mean", {"dp_size": 2, "batch_num_tokens": 3 * tokens}, 2 / 3),

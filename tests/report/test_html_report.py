@@ -19,6 +19,7 @@ from arlkit.cli import main
 from arlkit.config import EnvSpec
 from arlkit.metrics import paired_bootstrap_difference
 from arlkit.metrics.passkt import per_task_pass
+from arlkit.recipes.stability import analyze_stability
 from arlkit.recipes.analyze import (
     analyze_depth,
     analyze_errors,
@@ -66,7 +67,14 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     train.mkdir()
     (train / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "r_multi": 0.1 * s, "r_single": 0.5 - 0.01 * s,
                                                              "note": "x"}) + "\n" for s in range(6)))  # fmt: skip
-    return [run, an, flows, train]
+    trained = root / "rl"
+    trained.mkdir()
+    (trained / "metrics.jsonl").write_text("".join(json.dumps({
+        "step": s, "reward/success": 0.1 * (s % 3), "optim/grad_norm": 1.0, "actor/kl_loss": 0.01,
+        "actor/pg_clipfrac_low": 0.01, "actor/pg_clipfrac_high": 0.02, "stab/seq/zero_adv": 1.0}) + "\n" for s in range(1, 7)))  # fmt: skip
+    stability = root / "stability"
+    analyze_stability([trained], out=stability)
+    return [run, an, flows, train, stability]
 
 
 @pytest.fixture(scope="module")

@@ -59,6 +59,10 @@ def test_one_step_of_every_preset_changes_the_weights(preset: str, bc_dir: Path,
     metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")[-1]
     assert metrics["adv/abs_mean"] > 0, "no learning signal in this batch: the check would be vacuous"
     assert metrics["update/updates"] == 1 and np.isfinite(metrics["actor/pg_loss"])
+    # ARLArena's stability diagnostics ride along on every preset (docs/arena.md)
+    groups = [k for k in metrics if k.startswith("stab/seq/")]
+    assert len(groups) == 9 and sum(metrics[k] for k in groups) == pytest.approx(1.0)
+    assert 0 <= metrics["rollout/valid_format_tokens"] <= 1 and metrics["actor/entropy_mean"] > 0
     if name == "ppo":
         critic = load_checkpoint(tmp_path / "run" / "checkpoints" / "step_000001.pt")["critic"]
         assert critic["value_head.weight"].abs().sum() > 0  # initialised at zero, moved by the critic loss

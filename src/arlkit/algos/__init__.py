@@ -28,6 +28,7 @@ from arlkit.algos.advantages import (
     register_adv_estimator,
 )
 from arlkit.algos.aggregation import LOSS_AGG_MODES, agg_loss, masked_mean, masked_sum, masked_whiten, row_mean
+from arlkit.algos.diagnostics import GROUPS, sequence_groups
 from arlkit.algos.empg import EMPGConfig
 from arlkit.algos.filtering import FilterConfig, FilterDecision, filter_groups, is_uniform_group
 from arlkit.algos.gae import GAEConfig, ValueLossOutput, compute_gae_advantage_return, compute_value_loss
@@ -53,6 +54,7 @@ from arlkit.algos.rewards import RewardConfig, StepValidity, classify_step, epis
 
 __all__ = [
     "ADV_ESTIMATORS",
+    "GROUPS",
     "KL_KINDS",
     "LOSS_AGG_MODES",
     "POLICY_LOSSES",
@@ -107,6 +109,7 @@ __all__ = [
     "policy_loss_config",
     "register_adv_estimator",
     "register_policy_loss",
+    "sequence_groups",
     "row_mean",
     "sequence_mask_rows",
     "step_rewards",

@@ -2,8 +2,9 @@
 
 Sub-commands: ``steps`` (matched states), ``errors`` (error states, continuation, error
 correction), ``depth`` (quality by t/T), ``likelihood`` (ActionNLL, cumulative LLR), ``judge``
-(LLM judge vs oracle) and ``flows`` (action transitions and loops). Each writes CSV + PNG +
-markdown + JSON into ``--out`` and prints the markdown summary.
+(LLM judge vs oracle), ``flows`` (action transitions and loops) and ``stability`` (ARLArena's
+stability verdict and collapse detector for training runs). Each writes CSV + PNG + markdown + JSON
+into ``--out`` and prints the markdown summary.
 """
 
 from __future__ import annotations
@@ -119,6 +120,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.set_defaults(handler=_flows)
 
+    p = sub.add_parser("stability", help="stable or collapsed: training runs judged as ARLArena does (docs/arena.md)")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="`arlkit train` run directories")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--threshold", type=float, default=0.01, help="stable when the final success variance is below this")
+    p.add_argument("--final-share", type=float, default=0.2, help="share of final steps the variance is taken over")
+    p.add_argument("--window", type=int, default=10, help="collapse detector: steps of the baseline median")
+    p.add_argument("--explode", type=float, default=5.0, help="collapse detector: grad norm and KL above this x baseline")
+    p.add_argument("--format-drop", type=float, default=0.2, help="collapse detector: valid-format ratio drop")
+    p.add_argument("--within", type=int, default=3, help="collapse detector: the three events within this many steps")
+    p.set_defaults(handler=_stability)
+
 
 def _run(kind: str, out: str, call: Callable[[], Any]) -> int:
     try:
@@ -194,3 +206,13 @@ def _flows(args: argparse.Namespace) -> int:
         raise UsageError("need --max-steps >= 1, --repeat-k >= 2 and --oscillation-len >= 3")
     return _run("flows", args.out, lambda: api.analyze_flows(
         args.runs, out=args.out, max_steps=args.max_steps, repeat_k=args.repeat_k, oscillation_len=args.oscillation_len))  # fmt: skip
+
+
+def _stability(args: argparse.Namespace) -> int:
+    from arlkit.analysis.stability import StabilityConfig
+    from arlkit.recipes.stability import analyze_stability
+
+    config = build_config(StabilityConfig, {"threshold": args.threshold, "final_share": args.final_share,
+                                            "window": args.window, "explode": args.explode,
+                                            "format_drop": args.format_drop, "within": args.within}, where="stability")  # fmt: skip
+    return _run("stability", args.out, lambda: analyze_stability(args.runs, out=args.out, config=config))

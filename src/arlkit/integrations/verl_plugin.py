@@ -39,6 +39,7 @@ import torch
 
 from arlkit.algos.advantages import ADV_ESTIMATORS, AdvantageInputs, compute_advantage
 from arlkit.algos.policy_losses import POLICY_LOSSES, policy_loss
+from arlkit.algos.diagnostics import sequence_groups
 
 __all__ = ["PREFIX", "SETTINGS_ENV", "register_all", "settings_for"]
 
@@ -112,7 +113,10 @@ def _loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, float]]]:
         hyper = {**_shared(config, _ACTOR_FIELDS, entry.config_cls), **settings_for(name)}
         out = policy_loss(name, old_log_prob, log_prob, advantages, response_mask, loss_agg_mode,
                           aggregate=aggregate, **hyper)
-        return out.loss, {key: float(value) for key, value in out.metrics.items()}
+        # AA Fig. 3's sequence groups from what verl hands a loss (no entropy or reference KL here:
+        # every row counts as high-entropy, and there are no KL shares; docs/arena.md).
+        groups = sequence_groups(old_log_prob, log_prob, advantages, response_mask)
+        return out.loss, {key: float(value) for key, value in {**out.metrics, **groups}.items()}
 
     verl_loss.__name__ = f"{PREFIX}{name}"
     return verl_loss

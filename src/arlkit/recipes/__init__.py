@@ -8,6 +8,8 @@ below them (``envs``, ``algos``, ``policies``, ``rollout``, ``metrics``, ``train
 - :func:`run_demo` (:mod:`~arlkit.recipes.demo`): the seeds' central experiment on the tiny model.
 - :func:`analyze_steps`, :func:`analyze_errors`, ... (:mod:`~arlkit.recipes.analyze`): one step-level
   analysis of runs end to end, files included (``arlkit analyze``).
+- :func:`analyze_stability` (:mod:`~arlkit.recipes.stability`): ARLArena's stability verdict and
+  collapse detector for training runs (``arlkit analyze stability``).
 - :func:`run_scripted_demo` (:mod:`~arlkit.recipes.demo_scripted`): scripted policies and the
   step-level diagnostics, no model.
 
@@ -27,6 +29,7 @@ _WHERE = {
     "run_scripted_demo": "demo_scripted",
     "analyze_depth": "analyze", "analyze_errors": "analyze", "analyze_flows": "analyze", "analyze_judge": "analyze",
     "analyze_likelihood": "analyze", "analyze_run": "analyze", "analyze_steps": "analyze",
+    "analyze_stability": "stability",
 }  # fmt: skip
 
 __all__ = sorted(_WHERE)

@@ -26,9 +26,6 @@ two analyses use two processes.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -36,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from arlkit.config import ConfigError, EnvSpec, config_to_plain
+from arlkit.recipes.jobs import evaluation_status, quiet, run_workers, training_status
 from arlkit.recipes.demo_outputs import (
     METHODS, analysis_readings, base_r_single, demo_findings, wall_time, write_summary, write_tables,
 )
@@ -136,57 +134,6 @@ class DemoResult:
     seconds: dict[str, float]
 
 
-def _quiet() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-
-
-def _train_job(config: dict[str, Any], out: str) -> str:
-    _quiet()
-    from arlkit.config import load_config
-    from arlkit.recipes import train
-    from arlkit.train import TrainConfig
-
-    result = train(load_config(TrainConfig, None, config), out, resume=True)
-    return str(result.final_model)
-
-
-def _eval_job(jobs: list[dict[str, Any]]) -> None:
-    """Evaluations ``{policy, budget, tasks, samples, env, prompt, out}``, one after the other."""
-    _quiet()
-    os.environ["ARLKIT_HF_ATTN"] = "arlkit"  # fixed, not probed: measured fastest for these rollouts (docs/policies.md)
-    from arlkit.recipes.eval import EvalConfig, run_eval
-    from arlkit.policies import SamplingConfig
-
-    for job in jobs:
-        config = EvalConfig(env=EnvSpec(**job["env"]), policies=(job["policy"],), tasks=job["tasks"],
-                            samples=job["samples"], budgets=(job["budget"],), prompt=PromptConfig(**job["prompt"]),
-                            seed=2024, sampling=SamplingConfig(temperature=1.0, max_new_tokens=8), bootstrap=200)
-        run_eval(config, job["out"])
-
-
-def _analysis_job(kind: str, runs: list[str], base: str, rl: str, out: str, config: dict[str, Any]) -> None:
-    """One step-level analysis (``steps`` or ``errors``) of Base vs Full into ``out``."""
-    _quiet()
-    os.environ["ARLKIT_HF_ATTN"] = "arlkit"  # as in the evaluations
-    from arlkit.analysis.errors import ErrorsConfig
-    from arlkit.analysis.steps import StepsConfig
-    from arlkit.envs.capabilities import MissingCapability
-    from arlkit.recipes.analyze import analyze_errors, analyze_steps
-
-    analyze, make_config = {"steps": (analyze_steps, StepsConfig), "errors": (analyze_errors, ErrorsConfig)}[kind]
-    try:
-        analyze(runs, base, rl, out=out, config=make_config(**config))  # type: ignore[operator]
-    except MissingCapability:  # the analysis wrote <kind>.md / .json saying why; the summary reports it
-        pass
-
-
 def demo_analysis_sizes(quick: bool) -> dict[str, dict[str, Any]]:
     """``StepsConfig`` and ``ErrorsConfig`` arguments of the demo's step-level analyses (Base vs Full on
     their T_max evaluations): seconds in ``--quick``, well under a minute on a 2-core CPU in the full demo."""
@@ -233,7 +180,7 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     receives the stage announcements and the final message; ``progress`` shows one progress bar per
     stage on stderr (:func:`arlkit.train.tracking.progress_bar`: sparse lines without a terminal)."""
     stages = _Stages()
-    _quiet()
+    quiet()
     from arlkit.rollout.corpus import init_tiny_model
     from arlkit.config import load_config
     from arlkit.recipes import run_sft
@@ -270,9 +217,9 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     if train_jobs:
         say(f"RL at the full budget (Full) and with BudgetMix from the BC checkpoint, {plan.rl['steps']} steps each, "
             "in parallel")
-        status = _training_status(runs, plan.rl["steps"])
+        status = training_status(runs, plan.rl["steps"])
         with progress_bar(2 * plan.rl["steps"], status()[0], progress, "RL", unit="steps") as update:
-            _run_workers(train_jobs, plan.workers, logs, poll=lambda: update(*status()))
+            run_workers(train_jobs, plan.workers, logs, poll=lambda: update(*status()))
     stages.done("rl")
 
     policies = {"Base": bc / "model", "Full": runs["Full"] / "final", "BudgetMix": runs["BudgetMix"] / "final"}
@@ -285,11 +232,11 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
     if evals:
         say(f"evaluating Base, Full and BudgetMix on {plan.eval_tasks} held-out maps x {plan.eval_samples} samples "
             f"at {', '.join(plan.budgets)} of T_max (announced): {len(targets)} evaluations on {plan.workers} processes")
-        status = _evaluation_status(list(targets.values()))
+        status = evaluation_status(list(targets.values()))
         with progress_bar(len(targets) * plan.eval_tasks * plan.eval_samples, status()[0], progress, "evaluation",
                           unit="trajectories") as update:
             # one process per worker, each taking every workers-th evaluation (a process start costs ~4 s of imports)
-            _run_workers([(f"eval-{w}", "eval", {"jobs": evals[w :: plan.workers]}) for w in range(plan.workers)
+            run_workers([(f"eval-{w}", "eval", {"jobs": evals[w :: plan.workers]}) for w in range(plan.workers)
                           if evals[w :: plan.workers]], plan.workers, logs, poll=lambda: update(*status()))
     stages.done("eval")
 
@@ -309,7 +256,7 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
             return len(done), ", ".join(done)
 
         with progress_bar(2, finished()[0], progress, "diagnostics", unit="analyses") as update:
-            _run_workers(analyses, plan.workers, logs, poll=lambda: update(*finished()))
+            run_workers(analyses, plan.workers, logs, poll=lambda: update(*finished()))
     stages.done("analysis")
 
     with progress_bar(2, 0, progress, "report", unit="parts") as update:
@@ -343,102 +290,3 @@ def final_message(out: Path, seconds: dict[str, float], findings: list[str]) -> 
         "  bc/ rl-full/ rl-budgetmix/ eval/ logs/   the stages' run folders and the workers' logs",
         f"  check the BudgetMix run: arlkit budgetmix audit {out}/rl-budgetmix",
     ])  # fmt: skip
-
-
-def _training_status(runs: dict[str, Path], steps: int) -> Callable[[], tuple[int, str]]:
-    """A poll of both runs' ``metrics.jsonl``: steps done in all and each run's latest step and training
-    success."""
-    from arlkit.train import read_metrics
-
-    def status() -> tuple[int, str]:
-        done, parts = 0, []
-        for method, run in runs.items():
-            lines = [m for m in read_metrics(run / "metrics.jsonl") if "reward/success" in m]
-            step = min(int(lines[-1]["step"]), steps) if lines else 0
-            done += step
-            parts.append(f"{method} {step}/{steps}" + (f" success {lines[-1]['reward/success']:.2f}" if lines else ""))
-        return done, ", ".join(parts)
-
-    return status
-
-
-def _evaluation_status(folders: list[Path]) -> Callable[[], tuple[int, str]]:
-    """A poll of the evaluation folders: trajectories written (``trajectories.jsonl`` lines, read
-    incrementally) and evaluations finished (``passkt.csv``)."""
-    seen: dict[Path, tuple[int, int]] = {}  # trajectories.jsonl -> (bytes read, complete lines)
-
-    def lines(path: Path) -> int:
-        offset, count = seen.get(path, (0, 0))
-        try:
-            size = path.stat().st_size
-        except FileNotFoundError:
-            return 0
-        if size < offset:  # rewritten (a resumed evaluation sets errored trajectories aside)
-            offset, count = 0, 0
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            chunk = handle.read(size - offset)
-        seen[path] = (offset + len(chunk), count + chunk.count(b"\n"))
-        return seen[path][1]
-
-    def status() -> tuple[int, str]:
-        done = sum(lines(folder / "trajectories.jsonl") for folder in folders)
-        finished = sum((folder / "passkt.csv").is_file() for folder in folders)
-        return done, f"{finished}/{len(folders)} evaluations"
-
-    return status
-
-
-def _run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs: Path,
-                 poll: Callable[[], None] | None = None, poll_every: float = 1.0) -> None:
-    """Run each job ``(name, kind, arguments)`` as ``python -m arlkit.recipes.demo KIND JSON`` in a fresh process,
-    at most ``workers`` at a time, output in ``logs/NAME.log``; ``poll`` (a progress update) is called every
-    ``poll_every`` seconds and once at the end. Fresh interpreters (not multiprocessing)
-    so that the caller's ``__main__`` is never re-imported: ``run_demo`` works from any script. A failed
-    job stops the others and raises with the end of its log; so does an interrupt."""
-    import arlkit
-
-    env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    source = str(Path(arlkit.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH", "")) if p)
-    queue = list(jobs)
-    running: dict[str, tuple[subprocess.Popen[bytes], Any]] = {}
-    last_poll = time.monotonic()
-    try:
-        while queue or running:
-            while queue and len(running) < workers:
-                name, kind, arguments = queue.pop(0)
-                log = open(logs / f"{name}.log", "wb")  # noqa: SIM115 - closed when the process ends
-                command = [sys.executable, "-m", "arlkit.recipes.demo", kind, json.dumps(arguments)]
-                running[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), log)
-            time.sleep(0.2)
-            for name, (process, log) in list(running.items()):
-                if process.poll() is None:
-                    continue
-                log.close()
-                del running[name]
-                if process.returncode != 0:
-                    tail = (logs / f"{name}.log").read_text(encoding="utf-8", errors="replace")[-2000:]
-                    raise RuntimeError(f"demo job {name} failed (exit code {process.returncode}); the end of "
-                                       f"{logs / (name + '.log')}:\n{tail}")
-            if poll is not None and time.monotonic() - last_poll >= poll_every:
-                poll()
-                last_poll = time.monotonic()
-        if poll is not None:
-            poll()
-    finally:
-        for process, log in running.values():
-            process.kill()
-            process.wait()
-            log.close()
-
-
-def _worker(kind: str, arguments: str) -> int:
-    """Entry point of one demo job (``python -m arlkit.recipes.demo train|eval|analysis JSON``)."""
-    job = {"train": _train_job, "eval": _eval_job, "analysis": _analysis_job}[kind]
-    job(**json.loads(arguments))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_worker(*sys.argv[1:3]))

@@ -45,7 +45,9 @@ from arlkit.algos import (
     compute_value_loss,
     filter_groups,
     kl_penalty,
+    masked_mean,
     policy_loss,
+    sequence_groups,
 )
 from arlkit.config import config_to_plain, flat_plain
 from arlkit.envs import make
@@ -86,6 +88,14 @@ class TrainResult:
     final_model: Path
     last_metrics: dict[str, Any]
     resumed_from: int | None
+
+
+def _valid_format_tokens(trajectories: list[Trajectory]) -> float:
+    """Share of reply tokens in replies of the valid format (strict tags and a parsed action; AA Fig. 2)."""
+    turns = [x for t in trajectories for x in t.turns]
+    total = sum(len(x.token_ids or []) for x in turns)
+    good = sum(len(x.token_ids or []) for x in turns if x.strict_format and x.action is not None)
+    return good / total if total else 0.0
 
 
 def _mean(values: list[float]) -> float:
@@ -184,6 +194,7 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
                 "reward/exhausted": _mean([float(o.exhausted) for o in outcomes]),
                 "rollout/turns_mean": _mean([len(t.turns) for t in trajectories]),
                 "rollout/reply_tokens_mean": _mean([len(x.token_ids or []) for t in trajectories for x in t.turns]),
+                "rollout/valid_format_tokens": _valid_format_tokens(trajectories),
                 "rollout/backend_errors": float(sum(t.error is not None for t in trajectories)),
                 "budget/mean": _mean([float(b) for _, _, b in kept]),
                 "filter/attempts": float(attempt),
@@ -337,22 +348,27 @@ def _update(learner: Learner, algo: Any, batch: RowBatch, part: list[int], advan
     width, clip = batch.width, grad_clip if grad_clip > 0 else math.inf
     rows = [batch.rows[i] for i in part]
     mask, adv = batch.mask[part, :width], advantages[part]
-    scored = score_rows(learner.lm, rows, entropy=algo.entropy_coeff > 0, **learner.forward)
+    # Entropies always: the loss uses them with an entropy bonus, the stability diagnostics always (detached).
+    scored = score_rows(learner.lm, rows, entropy=True, entropy_grad=algo.entropy_coeff > 0, **learner.forward)
     logp = pad_rows(scored.logprobs, width)
     old_lp = logp.detach() if old is None else old[part]
     pg = policy_loss(algo.policy_loss, old_lp, logp, adv, mask, algo.loss_agg_mode,
                      loss_scale_factor=algo.loss_scale_factor, config=algo.loss_config)
     kl = kl_penalty(logp, ref_lp[part], algo.kl_penalty) if learner.use_kl else None
-    ent = pad_rows(scored.entropy, width) if scored.entropy is not None else None
-    actor = combine_actor_loss(pg.loss, mask, algo.loss_agg_mode, entropy=ent, entropy_coeff=algo.entropy_coeff,
-                               kl=kl, kl_coef=algo.kl_coef, loss_scale_factor=algo.loss_scale_factor)
+    assert scored.entropy is not None
+    ent = pad_rows(scored.entropy, width)
+    actor = combine_actor_loss(pg.loss, mask, algo.loss_agg_mode, entropy=ent if algo.entropy_coeff > 0 else None,
+                               entropy_coeff=algo.entropy_coeff, kl=kl, kl_coef=algo.kl_coef,
+                               loss_scale_factor=algo.loss_scale_factor)
     learner.optimizer.zero_grad(set_to_none=True)
     actor.loss.backward()
     grad_norm = torch.nn.utils.clip_grad_norm_(learner.params, clip)
     learner.optimizer.step()
     learner.scheduler.step()
     metrics: dict[str, Any] = {**pg.metrics, **actor.metrics, "optim/grad_norm": grad_norm,
-                               "update/staleness": torch.tensor(float(staleness))}
+                               "update/staleness": torch.tensor(float(staleness)),
+                               "actor/entropy_mean": masked_mean(ent.detach(), mask),
+                               **sequence_groups(old_lp, logp, adv, mask, entropy=ent, kl=kl)}
     critic, critic_opt = learner.critic, learner.critic_opt
     if critic is not None and critic_opt is not None:
         vpreds = pad_rows(critic.values(rows, **learner.forward), width)

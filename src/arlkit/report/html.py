@@ -38,6 +38,7 @@ from arlkit.report.eval_sections import (
 )
 from arlkit.report.html_blocks import esc, img, inline_markdown, num, read_csv, table
 from arlkit.report.outputs import write_text
+from arlkit.report.stability_files import stability_section
 
 __all__ = ["FINDINGS_TITLE", "SECTION_TITLES", "HtmlReport", "find_sources", "section_title", "write_html_report"]
 
@@ -55,6 +56,7 @@ SECTION_TITLES = {
     "likelihood": "Likelihood analysis",
     "judge": "Process signals: judge vs oracle",
     "dynamics": "Training dynamics",
+    "stability": "Training stability (ARLArena)",
     "flows": "Action-transition flows",
     "loops": "Loops",
 }
@@ -76,6 +78,7 @@ _HINTS = {
     "likelihood": "run `arlkit analyze likelihood --base MODEL --rl MODEL --runs ...` (needs scoring models)",
     "judge": "run `arlkit analyze judge --judge POLICY --runs ...`",
     "dynamics": "give a training run directory (dynamics.csv or metrics.jsonl)",
+    "stability": "run `arlkit analyze stability RUN ... --out DIR` on training runs and give DIR",
     "flows": "give an eval run or run `arlkit analyze flows`",
     "loops": "give an eval run or run `arlkit analyze flows`",
 }
@@ -331,6 +334,7 @@ _ANALYSIS_RENDERERS: dict[str, Callable[[Path, Mapping[str, Any]], str]] = {
     "depth": _depth_section,
     "likelihood": _likelihood_section,
     "judge": _judge_section,
+    "stability": stability_section,
 }
 
 

@@ -228,6 +228,7 @@ def score_rows(
     *,
     temperature: float = 1.0,
     entropy: bool = False,
+    entropy_grad: bool = True,
     share_prefix: bool = True,
     max_tokens: int = 16384,
     pad_id: int = 0,
@@ -241,6 +242,7 @@ def score_rows(
         rows: the sequences and their target positions.
         temperature: log-probs are of ``softmax(logits / temperature)``, the distribution sampled from.
         entropy: also return the entropy of that distribution at each target position.
+        entropy_grad: let gradients flow through the entropies (False: a detached diagnostic, no graph kept).
         share_prefix: encode common prefixes once (module docstring).
         max_tokens: cap on padded suffix tokens per forward chunk (memory bound).
         pad_id: token id used for padding.
@@ -264,7 +266,7 @@ def score_rows(
             hidden = _hidden_at_targets(body, rows, chunk, pad_id, device)
             out = (head or lm_head)(torch.cat(hidden, dim=0))
             _collect(out, chunk, rows, head is not None, temperature, entropy, device, logps, ents, vals,
-                     [h.shape[0] for h in hidden])
+                     [h.shape[0] for h in hidden], entropy_grad)
     if head is not None:
         return RowScores([], values=[v for v in vals if v is not None])
     return RowScores(
@@ -276,7 +278,7 @@ def score_rows(
 def _collect(
     out: Tensor, chunk: _Chunk, rows: Sequence[TokenRow], is_value: bool, temperature: float, entropy: bool,
     device: torch.device, logps: list[Tensor | None], ents: list[Tensor | None], vals: list[Tensor | None],
-    sizes: list[int],
+    sizes: list[int], entropy_grad: bool = True,
 ) -> None:
     """Per-row log-probs / entropies (LM head) or values (value head) of one chunk, in float32."""
     if is_value:
@@ -289,7 +291,8 @@ def _collect(
     for i, lp in zip(chunk.rows, chosen.split(sizes), strict=True):
         logps[i] = lp
     if entropy:
-        ent = -(logp_all.exp() * logp_all).sum(-1)
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+            ent = -(logp_all.exp() * logp_all).sum(-1)
         for i, e in zip(chunk.rows, ent.split(sizes), strict=True):
             ents[i] = e
 

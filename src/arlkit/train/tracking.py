@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from arlkit.rundir import atomic_write_jsonl
+from arlkit.rundir import atomic_write_jsonl, read_complete_jsonl
 
 __all__ = ["MetricsLog", "TBWriter", "progress_bar", "read_metrics", "read_tb_scalars"]
 
@@ -182,13 +182,7 @@ def read_tb_scalars(path: str | Path) -> list[tuple[int, str, float]]:
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """The complete lines of a ``metrics.jsonl`` (a half-written last line is ignored)."""
-    p = Path(path)
-    if not p.exists():
-        return []
-    raw = p.read_text(encoding="utf-8")
-    lines = raw.split("\n")
-    complete = lines[:-1] if not raw.endswith("\n") else lines
-    return [json.loads(line) for line in complete if line.strip()]
+    return read_complete_jsonl(path)
 
 
 class MetricsLog:
