@@ -51,6 +51,8 @@ EVAL_FLAGS: tuple[Flag, ...] = (
          "requests while environments still step"),
     Flag("--schedule", "engine.schedule", "async: each trajectory on its own; lockstep: one batch per turn "
          "(the old engine, for comparison)"),
+    Flag("--wandb", "wandb", "also log the Pass@(K,T) cells to this Weights & Biases project (the wandb extra)",
+         metavar="PROJECT"),
     Flag("--allow-errors", "allow_errors", "compute Pass@(K,T) even while trajectories ended by policy errors "
          "remain, counting them as failures", kind="switch"),
     *nested("sampling", SAMPLING_FLAGS),

@@ -22,6 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--check", action="store_true",
                    help="validate the config (environment, budgets, model and expert paths), print it resolved, and exit")
+    p.add_argument("--wandb", metavar="PROJECT", default=None,
+                   help="also log to this Weights & Biases project (the wandb extra; WANDB_MODE=offline works)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
     p.set_defaults(handler=_handle)
 
@@ -31,7 +33,7 @@ def _handle(args: argparse.Namespace) -> int:
     from arlkit.recipes import run_sft  # torch: only when the command runs
     from arlkit.train.checks import check_sft_config
 
-    config = load_config(SFTConfig, args.config, parse_key_values(args.overrides, option="override"))
+    config = load_config(SFTConfig, args.config, parse_key_values([*args.overrides, *([f"wandb={args.wandb}"] if args.wandb else [])], option="override"))
     if args.check:
         budgets = check_sft_config(config)
         print(json.dumps({"env": config.env.name, "model": config.model, "expert": config.expert,

@@ -23,6 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
     p.add_argument("--force", action="store_true", help="resume even though the config changed (the differences are listed)")
     p.add_argument("--check", action="store_true", help="validate the config, print it resolved, and exit")
+    p.add_argument("--wandb", metavar="PROJECT", default=None,
+                   help="also log to this Weights & Biases project (the wandb extra; WANDB_MODE=offline works)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
     p.set_defaults(handler=_handle)
 
@@ -32,7 +34,7 @@ def _handle(args: argparse.Namespace) -> int:
     from arlkit.recipes import train  # torch: only when the command runs
     from arlkit.train.checks import check_train_config
 
-    config = load_config(TrainConfig, args.config, parse_key_values(args.overrides, option="override"))
+    config = load_config(TrainConfig, args.config, parse_key_values([*args.overrides, *([f"wandb={args.wandb}"] if args.wandb else [])], option="override"))
     resolved = check_train_config(config)
     if args.check:
         print(json.dumps({"preset": config.preset, "budgets": list(resolved.budgets), "t_max": resolved.t_max,

@@ -15,6 +15,7 @@ as a failure (see docs/concepts.md, "Records and resume").
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from arlkit.config import MOVED_KEYS, EnvSpec, config_to_dict, flat_plain
+from arlkit.config import MOVED_KEYS, EnvSpec, config_to_dict, config_to_plain, flat_plain
 from arlkit.budgets import EVAL_BUDGETS, check_budget, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.registry import make
@@ -68,6 +69,7 @@ class EvalConfig:
         allow_errors: compute Pass@(K,T) even while trajectories ended by policy errors remain,
             counting them as failures (``summary.md`` says so); by default such a policy's table
             is left out until a re-run has retried them.
+        wandb: also log the Pass@(K,T) cells to this Weights & Biases project (empty: off).
     """
 
     env: EnvSpec = field(default_factory=EnvSpec)
@@ -84,6 +86,7 @@ class EvalConfig:
     bootstrap: int = 2000
     engine: EngineConfig = field(default_factory=EngineConfig)
     allow_errors: bool = False
+    wandb: str = ""
 
     MOVED_KEYS: ClassVar[dict[str, str]] = {**MOVED_KEYS, "max_active": "engine.max_active"}
 
@@ -158,7 +161,7 @@ def _run_identity(config: EvalConfig) -> dict[str, Any]:
     """The parts of a config that determine results (``max_active``, ``allow_errors``, timeouts
     and retries do not)."""
     data = flat_plain(config)  # the flat form of the identities recorded before env and prompt were sections
-    for key in ("max_active", "allow_errors"):  # max_active: flat_plain's form of the engine section
+    for key in ("max_active", "allow_errors", "wandb"):  # max_active: flat_plain's form of the engine section
         data.pop(key)
     backend = data.pop("backend")
     if backend["context_length"] is not None:  # timeouts and retries do not change results
@@ -283,7 +286,27 @@ def run_eval(
         f"{config.prompt.budget_mode} budgets, T_max = {probe.t_max})"
     )
     write_eval_report(out, rows, title=title, notes=result.notes)
+    if config.wandb:
+        _log_to_wandb(config, out, rows)
     return result
+
+
+def _log_to_wandb(config: EvalConfig, out: Path, rows: Sequence[PassRow]) -> None:
+    """Each Pass@(K,T) cell as a summary value ``pass@K/T=T/POLICY`` (and its CI), plus passkt.csv as a table."""
+    from arlkit.train.tracking import WandbRun
+
+    run = WandbRun(config.wandb, out, name=out.name, config=config_to_plain(config), job_type="eval")
+    values: dict[str, float] = {}
+    for row in rows:
+        key = f"pass@{row.k}/T={row.T}/{row.policy}"
+        values |= {key: row.pass_, f"{key}/ci_low": row.ci_low, f"{key}/ci_high": row.ci_high}
+    run.summary(values)
+    import wandb
+
+    with open(out / "passkt.csv", newline="", encoding="utf-8") as handle:
+        table = list(csv.reader(handle))
+    run.run.log({"passkt": wandb.Table(columns=table[0], data=table[1:])})
+    run.finish()
 
 
 def _set_aside_errors(path: Path, errors_path: Path, kept: list[Trajectory]) -> list[Trajectory]:

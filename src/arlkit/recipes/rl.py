@@ -62,7 +62,7 @@ from arlkit.train.dynamics import build_state_pool, load_state_pool, r_multi, r_
 from arlkit.train.forward import score_rows
 from arlkit.train.learner import Learner
 from arlkit.train.model import resolve_model_path, save_model_dir
-from arlkit.train.tracking import MetricsLog, progress_bar
+from arlkit.train.tracking import MetricsLog, WandbRun, progress_bar
 
 __all__ = ["TrainResult", "train"]
 
@@ -158,7 +158,10 @@ def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: 
         learner.restore(checkpoint, state)
         start = int(state["step"])
     # Without a checkpoint everything is redone from step 0, so nothing of an earlier attempt is kept.
-    log = MetricsLog(out, resume_step=start if checkpoint is not None else None, tensorboard=config.tensorboard)
+    wandb = (WandbRun(config.wandb, out, name=out.name, config=config_to_plain(config), job_type="train")
+             if config.wandb else None)  # fmt: skip
+    log = MetricsLog(out, resume_step=start if checkpoint is not None else None, tensorboard=config.tensorboard,
+                     wandb=wandb)  # fmt: skip
     rollout_log = _RolloutLog(out / "rollouts.jsonl", keep_until=start if checkpoint is not None else None)
 
     def validate(step: int) -> dict[str, float]:

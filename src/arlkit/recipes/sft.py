@@ -46,7 +46,7 @@ from arlkit.train.config import SFTConfig
 from arlkit.train.forward import TokenRow, resolve_precision, score_rows
 from arlkit.train.model import load_model, resolve_model_path, save_model_dir
 from arlkit.train.optim import adamw, lr_scheduler
-from arlkit.train.tracking import MetricsLog, progress_bar
+from arlkit.train.tracking import MetricsLog, WandbRun, progress_bar
 
 __all__ = ["SFTResult", "collect_demonstrations", "run_sft", "sft_rows"]
 
@@ -209,7 +209,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     plain = config_to_plain(config)
     plain["prompt"] = identity_prompt(plain["prompt"])
     identity = {"config": plain, "prompt_version": prompt_version(config.prompt)}
-    claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every",), allowed=("base_model",))
+    claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every", "config.wandb"), allowed=("base_model",))
     if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():
         return _finished(out)  # the same command again: the run is done
     torch.manual_seed(config.seed)
@@ -236,7 +236,8 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
         restore_state(checkpoint, state, {"model": model, "optimizer": optimizer, "scheduler": scheduler})
         rng.bit_generator.state = state["batch_rng"]
         epoch, losses, first = [list(b) for b in state["epoch"]], list(state["losses"]), int(state["step"])
-    log = MetricsLog(out, resume_step=first if found is not None else None, tensorboard=False)
+    wandb = WandbRun(config.wandb, out, name=out.name, config=plain, job_type="sft") if config.wandb else None
+    log = MetricsLog(out, resume_step=first if found is not None else None, tensorboard=False, wandb=wandb)
     start = time.monotonic()
     with progress_bar(config.steps, first, progress, "sft") as update:
         for step in range(first, config.steps):

@@ -31,7 +31,7 @@ __all__ = [
     "ValidationConfig",
 ]
 
-RUNTIME_FIELDS = ("checkpoint_every", "keep_checkpoints", "tensorboard", "progress", "max_active")
+RUNTIME_FIELDS = ("checkpoint_every", "keep_checkpoints", "tensorboard", "wandb", "progress", "max_active")
 """TrainConfig fields that do not change results: a resumed run may change them freely."""
 
 
@@ -198,7 +198,9 @@ class TrainConfig:
     keep_checkpoints: int = 2
     """Checkpoints kept on disk (oldest deleted first)."""
     tensorboard: bool = True
-    """Also write TensorBoard event files (no tensorboard package needed)."""
+    """Also write TensorBoard event files (``tb/``, torch's ``SummaryWriter``)."""
+    wandb: str = ""
+    """Also log to this Weights & Biases project (empty: off; the ``wandb`` extra)."""
     progress: bool = True
     """Show a progress bar (step, reward, KL, ETA) on stderr."""
 
@@ -281,6 +283,8 @@ class SFTConfig:
     """Seed of the demonstrations and the row order."""
     checkpoint_every: int = 50
     """Write a checkpoint every this many steps (a re-run resumes from the last one); does not change results."""
+    wandb: str = ""
+    """Also log to this Weights & Biases project (empty: off; the ``wandb`` extra)."""
 
     MOVED_KEYS: ClassVar[dict[str, str]] = {
         **MOVED_KEYS, **{name: f"optim.{name}" for name in ("lr", "warmup_steps", "weight_decay", "grad_clip")}

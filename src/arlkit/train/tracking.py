@@ -1,9 +1,8 @@
 """Run logs: ``metrics.jsonl`` (one line per step), TensorBoard scalars and a progress bar.
 
-TensorBoard's event format is written directly (length-prefixed records with masked CRC-32C, each an
-``Event`` protocol buffer with a ``Summary`` of simple values), so neither TensorFlow nor the
-``tensorboard`` package is needed to write; point ``tensorboard --logdir RUN_DIR/tb`` at a run to
-read. :func:`read_tb_scalars` reads them back (tests, notebooks).
+TensorBoard events are written with ``torch.utils.tensorboard.SummaryWriter`` (the ``tensorboard``
+package); point ``tensorboard --logdir RUN_DIR/tb`` at a run. :func:`read_tb_scalars` reads them back
+with tensorboard's own event reader (tests, notebooks).
 """
 
 from __future__ import annotations
@@ -11,10 +10,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
-import struct
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,160 +20,79 @@ from typing import Any
 
 from arlkit.rundir import atomic_write_jsonl, read_complete_jsonl
 
-__all__ = ["MetricsLog", "TBWriter", "progress_bar", "read_metrics", "read_tb_scalars"]
-
-
-# -- CRC-32C (Castagnoli), as TFRecord framing requires ------------------------------------------------
-
-def _crc_table() -> list[int]:
-    table = []
-    for n in range(256):
-        c = n
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_TABLE = _crc_table()
-
-
-def _crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for byte in data:
-        crc = _TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-def _masked_crc(data: bytes) -> int:
-    crc = _crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-# -- minimal protobuf encoding -------------------------------------------------------------------------
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    value &= (1 << 64) - 1
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number: int, wire: int) -> bytes:
-    return _varint((number << 3) | wire)
-
-
-def _bytes_field(number: int, payload: bytes) -> bytes:
-    return _field(number, 2) + _varint(len(payload)) + payload
-
-
-def _event(wall_time: float, step: int, *, file_version: str | None = None, scalars: Mapping[str, float] = {}) -> bytes:
-    out = _field(1, 1) + struct.pack("<d", wall_time) + _field(2, 0) + _varint(step)
-    if file_version is not None:
-        out += _bytes_field(3, file_version.encode())
-    if scalars:
-        summary = b"".join(
-            _bytes_field(1, _bytes_field(1, tag.encode()) + _field(2, 5) + struct.pack("<f", value))
-            for tag, value in scalars.items()
-        )
-        out += _bytes_field(5, summary)
-    return out
+__all__ = ["MetricsLog", "TBWriter", "WandbRun", "progress_bar", "read_metrics", "read_tb_scalars"]
 
 
 class TBWriter:
-    """Appends scalar summaries to a TensorBoard event file in ``logdir``."""
+    """Scalars into a TensorBoard event file in ``logdir`` (``torch.utils.tensorboard``)."""
 
     def __init__(self, logdir: str | Path) -> None:
+        from torch.utils.tensorboard import SummaryWriter
+
         self.logdir = Path(logdir)
         self.logdir.mkdir(parents=True, exist_ok=True)
-        name = f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}.{os.getpid()}.arlkit"
-        self.path = self.logdir / name
-        self._file = open(self.path, "ab")  # noqa: SIM115 - closed in close()
-        self._write(_event(time.time(), 0, file_version="brain.Event:2"))
-
-    def _write(self, data: bytes) -> None:
-        header = struct.pack("<Q", len(data))
-        self._file.write(header + struct.pack("<I", _masked_crc(header)) + data + struct.pack("<I", _masked_crc(data)))
-        self._file.flush()
+        self._writer = SummaryWriter(log_dir=str(self.logdir), flush_secs=30)
 
     def scalars(self, step: int, values: Mapping[str, float]) -> None:
         """Write the finite numbers of ``values`` at ``step``."""
-        clean = {k: float(v) for k, v in values.items() if isinstance(v, (int, float)) and math.isfinite(v)}
-        if clean:
-            self._write(_event(time.time(), step, scalars=clean))
+        wrote = False
+        for key, value in values.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+                self._writer.add_scalar(key, float(value), global_step=step)
+                wrote = True
+        if wrote:
+            self._writer.flush()
 
     def close(self) -> None:
-        self._file.close()
+        self._writer.close()
 
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
+class WandbRun:
+    """Weights & Biases logging of a run (``--wandb PROJECT``; the ``wandb`` extra), under the same
+    metric names as ``metrics.jsonl``. The W&B run id is kept in ``RUN_DIR/wandb_id.txt``, so a resumed
+    run continues the same W&B run; ``WANDB_MODE=offline`` writes it locally (``RUN_DIR/wandb/``)."""
 
+    def __init__(self, project: str, run_dir: str | Path, *, name: str, config: Mapping[str, Any], job_type: str) -> None:
+        from arlkit.config import ConfigError
 
-def _fields(data: bytes) -> Iterator[tuple[int, int, Any]]:
-    pos = 0
-    while pos < len(data):
-        key, pos = _read_varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _read_varint(data, pos)
-        elif wire == 1:
-            value, pos = data[pos : pos + 8], pos + 8
-        elif wire == 5:
-            value, pos = data[pos : pos + 4], pos + 4
-        elif wire == 2:
-            n, pos = _read_varint(data, pos)
-            value, pos = data[pos : pos + n], pos + n
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-        yield number, wire, value
+        try:
+            import wandb
+        except ImportError:
+            raise ConfigError("wandb: logging to W&B needs the wandb package; pip install 'arlkit[wandb]'") from None
+        run_dir = Path(run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        id_file = run_dir / "wandb_id.txt"
+        run_id = id_file.read_text(encoding="utf-8").strip() if id_file.exists() else uuid.uuid4().hex[:12]
+        id_file.write_text(run_id + "\n", encoding="utf-8")
+        # console off: W&B does not wrap stdout/stderr (progress bars, subprocess logs stay as they are)
+        settings = wandb.Settings(console="off", x_disable_stats=True, save_code=False)
+        self.run = wandb.init(project=project, name=name, id=run_id, resume="allow", dir=str(run_dir),
+                              config=dict(config), job_type=job_type, settings=settings)  # fmt: skip
+
+    def log(self, step: int, values: Mapping[str, Any]) -> None:
+        """The finite numbers of ``values`` at ``step``."""
+        clean = {k: float(v) for k, v in values.items()
+                 if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}  # fmt: skip
+        if clean:
+            self.run.log(clean, step=step)
+
+    def summary(self, values: Mapping[str, Any]) -> None:
+        """Set run-level values (an evaluation's Pass@(K,T) cells)."""
+        for key, value in values.items():
+            self.run.summary[key] = value
+
+    def finish(self) -> None:
+        self.run.finish()
 
 
 def read_tb_scalars(path: str | Path) -> list[tuple[int, str, float]]:
-    """``(step, tag, value)`` of every scalar in one event file; raises ``ValueError`` on a bad CRC."""
-    data = Path(path).read_bytes()
-    pos, out = 0, []
-    while pos + 12 <= len(data):
-        header = data[pos : pos + 8]
-        (length,) = struct.unpack("<Q", header)
-        (hcrc,) = struct.unpack("<I", data[pos + 8 : pos + 12])
-        if hcrc != _masked_crc(header):
-            raise ValueError("corrupt event header")
-        record = data[pos + 12 : pos + 12 + length]
-        (dcrc,) = struct.unpack("<I", data[pos + 12 + length : pos + 16 + length])
-        if dcrc != _masked_crc(record):
-            raise ValueError("corrupt event record")
-        pos += 16 + length
-        step = 0
-        for number, _, value in _fields(record):
-            if number == 2:
-                step = value
-            elif number == 5:
-                for n, _, item in _fields(value):
-                    if n != 1:
-                        continue
-                    tag, simple = "", None
-                    for m, _, v in _fields(item):
-                        if m == 1:
-                            tag = v.decode()
-                        elif m == 2:
-                            simple = struct.unpack("<f", v)[0]
-                    if simple is not None:
-                        out.append((step, tag, simple))
-    return out
+    """``(step, tag, value)`` of every scalar in an event file (or a folder of them), in step order."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    events.Reload()
+    out = [(e.step, tag, float(e.value)) for tag in events.Tags()["scalars"] for e in events.Scalars(tag)]
+    return sorted(out, key=lambda x: (x[0], x[1]))
 
 
 # -- metrics.jsonl -------------------------------------------------------------------------------------
@@ -189,8 +106,9 @@ class MetricsLog:
     """``metrics.jsonl`` plus optional TensorBoard scalars. On resume, lines of steps after the
     checkpoint (written before the interruption) are dropped so the log continues cleanly."""
 
-    def __init__(self, run: Path, *, resume_step: int | None, tensorboard: bool) -> None:
+    def __init__(self, run: Path, *, resume_step: int | None, tensorboard: bool, wandb: WandbRun | None = None) -> None:
         self.path = run / "metrics.jsonl"
+        self.wandb = wandb
         keep = [m for m in read_metrics(self.path) if resume_step is not None and int(m["step"]) <= resume_step]
         atomic_write_jsonl(self.path, keep)
         self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
@@ -203,11 +121,15 @@ class MetricsLog:
         os.fsync(self._file.fileno())
         if self.tb is not None:
             self.tb.scalars(step, {k: v for k, v in values.items() if isinstance(v, (int, float))})
+        if self.wandb is not None:
+            self.wandb.log(step, values)
 
     def close(self) -> None:
         self._file.close()
         if self.tb is not None:
             self.tb.close()
+        if self.wandb is not None:
+            self.wandb.finish()
 
 
 PLAIN_EVERY_SHARE = 0.1
