@@ -139,7 +139,9 @@ def test_check_resolves_model_paths(tmp_path: Path, capsys: pytest.CaptureFixtur
     _one_line_error(capsys, "expert:", "does not exist")
     good = _fake_model_dir(tmp_path / "good")
     assert main(["train", "--out", out, "--check", f"model=hf:{good}"]) == 0
-    assert json.loads(capsys.readouterr().out)["preset"] == "grpo"
+    shown = json.loads(capsys.readouterr().out)  # the whole config, and what it resolved to
+    assert shown["resolved"]["preset"] == "grpo" and shown["config"]["model"] == f"hf:{good}"
+    assert shown["resolved"]["algo"]["policy_loss"] == "vanilla" and shown["config"]["optim"]["lr"] > 0
     assert main(["sft", "--out", out, "--check", f"model={good}", f"expert=hf:{good}"]) == 0
     assert not (tmp_path / "out").exists()
 

@@ -88,3 +88,9 @@ def test_resume_refuses_a_changed_config_unless_forced(bc_dir: Path, tmp_path: P
     # runtime-only fields may change freely
     assert main(["train", "--config", str(config), "--out", out, "--resume", "optim.lr=0.5", "steps=2",
                  "checkpoint_every=5", "tensorboard=false"]) == 0
+    # the run folder holds its config: resuming needs only --out (overrides still apply on top)
+    capsys.readouterr()
+    assert main(["train", "--out", out, "--resume"]) == 0
+    assert [m["step"] for m in read_metrics(tmp_path / "run" / "metrics.jsonl")] == [1, 2]
+    assert main(["train", "--out", out, "--resume", "optim.lr=0.25"]) == 2
+    assert "optim.lr: 0.5 -> 0.25" in capsys.readouterr().err

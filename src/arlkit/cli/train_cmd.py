@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
-from arlkit.config import load_config, parse_key_values
+from arlkit.config import config_to_plain, load_config, parse_key_values
 
 __all__ = ["register"]
 
@@ -20,9 +21,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--config", help="YAML config file (omit to use the defaults plus overrides)")
     p.add_argument("--out", required=True, help="run directory")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its latest checkpoint (with the config it recorded, "
+                        "unless --config is given; KEY=VALUE overrides apply on top)")
     p.add_argument("--force", action="store_true", help="resume even though the config changed (the differences are listed)")
-    p.add_argument("--check", action="store_true", help="validate the config, print it resolved, and exit")
+    p.add_argument("--check", action="store_true", help="validate the config, print it whole and resolved, and exit")
     p.add_argument("--wandb", metavar="PROJECT", default=None,
                    help="also log to this Weights & Biases project (the wandb extra; WANDB_MODE=offline works)")
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="config overrides")
@@ -34,12 +37,17 @@ def _handle(args: argparse.Namespace) -> int:
     from arlkit.recipes import train  # torch: only when the command runs
     from arlkit.train.checks import check_train_config
 
-    config = load_config(TrainConfig, args.config, parse_key_values([*args.overrides, *([f"wandb={args.wandb}"] if args.wandb else [])], option="override"))
+    config_file = args.config
+    recorded = Path(args.out) / "config.yaml"
+    if args.resume and config_file is None and recorded.is_file():
+        config_file = str(recorded)  # the run folder holds the config it was started with
+    overrides = [*args.overrides, *([f"wandb={args.wandb}"] if args.wandb else [])]
+    config = load_config(TrainConfig, config_file, parse_key_values(overrides, option="override"))
     resolved = check_train_config(config)
     if args.check:
-        print(json.dumps({"preset": config.preset, "budgets": list(resolved.budgets), "t_max": resolved.t_max,
-                          "adv_estimator": resolved.algo.adv_estimator, "policy_loss": resolved.algo.policy_loss,
-                          "step_rows": resolved.algo.step_rows}, indent=2))
+        print(json.dumps({"config": config_to_plain(config), "resolved": {
+            "preset": config.preset, "budgets": list(resolved.budgets), "t_max": resolved.t_max,
+            "algo": resolved.algo.to_dict()}}, indent=2, default=str))  # fmt: skip
         return 0
     result = train(config, args.out, resume=args.resume, force=args.force)
     where = f"resumed at step {result.resumed_from}; " if result.resumed_from is not None else ""
