@@ -138,10 +138,10 @@ def test_task_set_and_dataset_are_exclusive() -> None:
 
 
 def test_a_program_that_never_reads_cannot_stall_the_harness(env: CodeEnv) -> None:
-    # 300 kB of arguments do not fit a pipe; the program sleeps instead of reading them. The test's own
+    # 300 kB of arguments do not fit a pipe; the program blocks forever instead of reading them. The test's own
     # time limit ends it (status timeout), not the sandbox's wall clock around the whole harness.
     check = "def check(candidate):\n    assert candidate('x' * 300_000) == 1\n"
     problem = CodeProblem("big", "big", "easy", "echo", (), (CodeTest("check", input=check, fn_name="f"),))
-    evaluation = env.evaluate("import time\ntime.sleep(60)\ndef f(s):\n    return 1\n", problem)
+    evaluation = env.evaluate("import threading\nthreading.Event().wait()\ndef f(s):\n    return 1\n", problem)
     assert evaluation.hidden[0].status == "timeout", evaluation.hidden[0]
     assert env.evaluate("def f(s):\n    return len(s) // 300_000\n", problem).solved  # a reader gets it all

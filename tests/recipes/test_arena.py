@@ -46,9 +46,12 @@ def test_two_presets_end_to_end_and_a_resume_after_sigkill(tiny_model_dir: Path,
     deadline = time.monotonic() + 600
     try:
         while not any(p.stat().st_size for p in out.glob("runs/*/metrics.jsonl")):  # a training step is logged
-            assert first.poll() is None, "the arena ended before it was killed"
             assert time.monotonic() < deadline, "no training step was logged within 10 minutes"
-            time.sleep(0.2)
+            try:  # waits on the process: returns at once if the arena ends
+                first.wait(timeout=0.2)
+                raise AssertionError("the arena ended before it was killed")
+            except subprocess.TimeoutExpired:
+                pass
     finally:
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
