@@ -149,3 +149,17 @@ def test_runs_in_parallel_threads_do_not_mix(level: str, sbx) -> None:  # type: 
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda i: sandbox.run_python(f"print({i} * {i})"), range(12)))
     assert [r.stdout for r in results] == [f"{i * i}\n" for i in range(12)]
+
+
+def test_scratch_dirs_are_private_writable_folders(level: str, sbx) -> None:  # type: ignore[no-untyped-def]
+    if level == "none":
+        with pytest.raises(SandboxUnavailable, match="need a namespaced isolation level"):
+            Sandbox(sbx.config(level, scratch_dirs=("/app",)))
+        return
+    sandbox = Sandbox(sbx.config(level, scratch_dirs=("/app",)))
+    first = sandbox.run_shell("cd /app && ls -A && echo x > f && cat f; touch /usr/nope 2>&1 | grep -c Read-only")
+    assert first.stdout == "x\n1\n", first.stderr
+    assert sandbox.run_shell("ls -A /app").stdout == ""  # nothing carries over to the next run
+    for bad in ("/usr", "/tmp", "app", "/a/b", "/"):
+        with pytest.raises(ValueError, match="scratch_dirs"):
+            SandboxConfig(scratch_dirs=(bad,))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -12,6 +13,12 @@ IsolationChoice = Literal["auto", "none", "unshare", "bwrap"]
 
 ISOLATION_LEVELS: tuple[IsolationLevel, ...] = ("none", "unshare", "bwrap")
 """From weakest to strongest; see ``docs/sandbox.md`` for what each one contains."""
+
+
+_RESERVED_TOP_DIRS = (
+    "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/root", "/run",
+    "/sbin", "/sys", "/tmp", "/usr", "/var",
+)
 
 
 def level_rank(level: str) -> int:
@@ -55,6 +62,10 @@ class SandboxConfig:
             folder holding a task set's hidden tests. The namespaced levels show an allow-list of
             host paths only (``docs/sandbox.md``), so this matters for folders inside it (an
             interpreter's ``site-packages``); the interpreter's own folders are always shown.
+        scratch_dirs: extra top-level folders (``/app``) mounted as private writable tmpfs of
+            ``tmpfs_mb`` each, beside ``/tmp`` (namespaced levels only: a sandbox that asks for them
+            at level ``none`` raises ``SandboxUnavailable``). The terminal environment keeps its
+            task folder there, where Terminal-Bench tasks expect it.
         cgroup_parent: where per-run cgroups are made: ``auto`` (the cgroup this process runs
             in, when it is cgroup v2 with the memory controller delegated), ``off``, or the path
             of a delegated cgroup v2 folder. Without one, the seccomp filter and the tmpfs caps
@@ -75,6 +86,7 @@ class SandboxConfig:
     uid_slots: int = 64
     python: str = ""
     hide_paths: tuple[str, ...] = ()
+    scratch_dirs: tuple[str, ...] = ()
     cgroup_parent: str = "auto"
 
     def __post_init__(self) -> None:
@@ -97,6 +109,12 @@ class SandboxConfig:
         for path in self.hide_paths:
             if not path.startswith("/") or path.rstrip("/") in ("", "/tmp", "/proc", "/dev"):
                 raise ValueError(f"hide_paths must be absolute folders other than /, /tmp, /proc, /dev; got {path!r}")
+        for path in self.scratch_dirs:
+            if not re.fullmatch(r"/[A-Za-z0-9_][A-Za-z0-9_.-]*", path) or path in _RESERVED_TOP_DIRS:
+                raise ValueError(
+                    f"scratch_dirs must be top-level folders such as /app, not a system folder "
+                    f"({', '.join(_RESERVED_TOP_DIRS)}); got {path!r}"
+                )
         if self.cgroup_parent not in ("auto", "off") and not self.cgroup_parent.startswith("/sys/fs/cgroup/"):
             raise ValueError(
                 f"cgroup_parent must be auto, off, or a folder under /sys/fs/cgroup/; got {self.cgroup_parent!r}"

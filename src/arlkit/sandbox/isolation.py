@@ -118,6 +118,7 @@ def _view(config: SandboxConfig, run_dir: str, uid: int | None) -> tuple[list[Op
     ops += etc
     # nr_inodes caps the number of files (bubblewrap has no option for it: see build_plan).
     ops += [("tmpfs", "/tmp", tmp_bytes, 0o1777, 65536), ("tmpfs", "/var/tmp", side_bytes, 0o1777, 4096)]
+    ops += [("tmpfs", path, tmp_bytes, 0o1777, 65536) for path in config.scratch_dirs]
     ops += [("dev", "/dev"), ("tmpfs", "/dev/shm", side_bytes, 0o1777, 4096), ("proc", "/proc")]
     ops.append(("bind", _RUN_INPUT, INPUT_MOUNT))
     input_dir = os.path.join(run_dir, "in")

@@ -74,6 +74,11 @@ class Sandbox:
         parent, why = find_parent(self.config.cgroup_parent)
         if parent is None and self.config.cgroup_parent not in ("auto", "off"):
             raise SandboxUnavailable(f"cgroup_parent {self.config.cgroup_parent!r} cannot be used: {why}")
+        if self.config.scratch_dirs and self.isolation == "none":
+            raise SandboxUnavailable(
+                f"scratch_dirs {', '.join(self.config.scratch_dirs)} need a namespaced isolation level; "
+                "this sandbox runs at level 'none'"
+            )
         self._cgroup_parent = parent
         if parent is not None:
             self.memory_guard = f"cgroup: memory.max {self.config.memory_mb} MiB per run under {parent}"

@@ -39,6 +39,7 @@ from arlkit.envs.code.data import (
 from arlkit.envs.code.grading import Evaluation, evaluate_program, format_feedback
 from arlkit.envs.code.humaneval import humaneval_data_dir, humaneval_problems
 from arlkit.envs.code.mutations import Mutation, enumerate_mutations
+from arlkit.envs.answers import answer_folders
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.parsing import parse_tagged_action
@@ -378,18 +379,13 @@ class CodeEnv:
 
 def _answer_folders(dataset: str, task_set: str = "arlkit") -> tuple[str, ...]:
     """Folders a program must not read because they hold hidden tests or reference solutions:
-    the dataset's folder, arlkit's task data, HumanEval's data file, and the source checkout around
-    arlkit (its git objects hold the same files). The sandbox mounts the interpreter back if it
-    lives inside one of them."""
-    folders = [DATA_DIR]
+    arlkit's task data, HumanEval's data file, the dataset's folder (:func:`answer_folders`)."""
+    folders: list[str | Path] = [DATA_DIR]
     if task_set == "humaneval":
         folders.append(humaneval_data_dir())
-    folders += [parent for parent in DATA_DIR.parents if (parent / ".git").exists()][:1]
     if dataset:
-        path = Path(dataset).resolve()
-        folders.append(path if path.is_dir() else path.parent)
-    unsafe = {Path("/"), Path("/tmp"), Path("/proc"), Path("/dev")}
-    return tuple(str(f) for f in dict.fromkeys(folders) if f not in unsafe and f.is_dir())
+        folders.append(dataset)
+    return answer_folders(folders)
 
 
 @register_env("code", CodeConfig)

@@ -1,0 +1,2 @@
+set -e
+[ "$(python3 src/greet.py)" = 'Hello, world!' ]

@@ -1,0 +1,4 @@
+def greet(name):
+    return 'Hello ' + name
+
+print(greet('world'))

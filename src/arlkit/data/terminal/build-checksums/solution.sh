@@ -1,0 +1,2 @@
+# one command per line, each one turn; then submit
+cd release && sha256sum * > SHA256SUMS

@@ -1,0 +1,3 @@
+#include <stdio.h>
+int answer(void);
+int main(void) { printf("%d\n", answer()); return 0; }

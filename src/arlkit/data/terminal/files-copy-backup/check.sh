@@ -1,0 +1,3 @@
+set -e
+test -d config.bak
+diff -r config config.bak

@@ -1,0 +1,2 @@
+set -e
+[ "$(tr -d ' \n' < count.txt)" = 7 ]

@@ -1,0 +1,2 @@
+set -e
+[ "$(tr -d ' \n' < total.txt)" = 3362 ]

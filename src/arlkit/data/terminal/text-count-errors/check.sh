@@ -1,0 +1,2 @@
+set -e
+[ "$(tr -d ' \n' < errors.txt)" = 12 ]

@@ -1,0 +1,2 @@
+set -e
+[ "$(cat longest.txt)" = 'Simplicity is prerequisite for reliability.' ]

@@ -1,0 +1,2 @@
+set -e
+[ "$(tr -d ' \n' < top.txt)" = plum ]

@@ -1,0 +1,4 @@
+def f(x):   
+    return x	
+
+print(f(1))  

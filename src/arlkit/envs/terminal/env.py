@@ -1,0 +1,341 @@
+"""Terminal tasks in the sandbox (docs/environments.md#terminal; RT App. C.3 uses Terminal-Bench).
+
+Episode semantics:
+
+- The task folder is ``/app`` inside the sandbox; each trajectory works on its own copy (kept by
+  the environment as an archive, :mod:`arlkit.envs.terminal.workspace`). Observation 0 lists it.
+- Each action is one shell command (bash; a multi-line script counts as one command), run in a
+  fresh sandbox on the folder as the previous command left it, starting in the directory where
+  the previous command ended (when that is inside ``/app``). Files persist; environment
+  variables, shell functions and processes do not: whatever a command leaves running is stopped
+  when it returns (the observation says so). The observation is the exit code and the first
+  ``output_chars`` characters of stdout and of stderr, with how much was cut.
+- ``submit`` ends the episode: the task's checker runs in the folder (hidden from the agent);
+  exit status 0 is success (reward 1). An episode that runs out of turns without ``submit``
+  scores 0, like one whose checker fails.
+- Invalid actions (no action, an empty or over-long command, anything after the end) change
+  nothing. A command whose result cannot be used (the folder grew past ``max_workspace_mb``, or
+  the command killed the shell running it) is a valid action that leaves the folder unchanged.
+
+Oracle (docs/algorithms.md#oracles): the reference path. On it (every command so far is the
+reference solution's next one), the next reference command, or ``submit`` after the last; the
+shortest solution length is the commands left plus one; off the path it is unknown (``None``,
+success probability 0 as a lower bound). The reference's length plus one is the structural bound
+of docs/metrics.md#upper-bound.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from arlkit.envs.answers import answer_folders
+from arlkit.envs.parsing import parse_tagged_action
+from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
+from arlkit.envs.registry import register_env
+from arlkit.envs.terminal.tasks import SHIPPED_DIR, TIERS, TerminalTask, load_tasks, split_tasks
+from arlkit.envs.terminal.workspace import ROOT, CommandLimits, CommandResult, archive_digest, run_command
+from arlkit.sandbox import Sandbox, SandboxConfig
+from arlkit.sandbox.config import IsolationLevel
+
+__all__ = ["SUBMIT", "TerminalConfig", "TerminalEnv", "format_command_result"]
+
+GAMMA = 0.95
+SUBMIT = "submit"
+_FENCE = re.compile(r"^```[A-Za-z]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class TerminalConfig:
+    """Configuration of the terminal environment.
+
+    Attributes:
+        data_dir: a folder of task folders (arlkit or Terminal-Bench layout, :mod:`arlkit.envs.terminal.tasks`),
+            or one task folder; empty for arlkit's shipped tasks.
+        tiers: keep only tasks of these tiers (shipped: files, text, build); empty keeps all.
+        split_seed: seeds the train/test split (:func:`~arlkit.envs.terminal.tasks.split_tasks`).
+        test_fraction: share of each tier in the test split.
+        t_max: the family's full turn budget T_max.
+        command_timeout_s: wall-clock limit of one command.
+        check_timeout_s: wall-clock limit of the checker.
+        output_chars: characters of stdout and of stderr shown per observation (each).
+        max_command_chars: longer commands are invalid actions.
+        max_workspace_mb: largest task folder (as an archive) a command may leave.
+        memory_mb: memory limit of a command's sandbox.
+        min_isolation: refuse to run commands below this sandbox isolation level (the task folder
+            at ``/app`` needs a namespaced one).
+    """
+
+    data_dir: str = ""
+    tiers: tuple[str, ...] = ()
+    split_seed: int = 0
+    test_fraction: float = 1 / 3
+    t_max: int = 16
+    command_timeout_s: float = 10.0
+    check_timeout_s: float = 30.0
+    output_chars: int = 2000
+    max_command_chars: int = 16_000
+    max_workspace_mb: int = 8
+    memory_mb: int = 1024
+    min_isolation: IsolationLevel = "unshare"
+
+    def __post_init__(self) -> None:
+        if self.t_max < 1:
+            raise ValueError(f"t_max must be >= 1, got {self.t_max}")
+        if not 0.0 < self.test_fraction < 1.0:
+            raise ValueError(f"test_fraction must be in (0, 1), got {self.test_fraction}")
+        if not (self.command_timeout_s > 0 and self.check_timeout_s > 0):
+            raise ValueError("command_timeout_s and check_timeout_s must be > 0")
+        if self.output_chars < 100 or self.max_command_chars < 100 or self.max_workspace_mb < 1:
+            raise ValueError("output_chars >= 100, max_command_chars >= 100 and max_workspace_mb >= 1 are required")
+        if self.min_isolation == "none":
+            raise ValueError("the terminal environment needs a namespaced sandbox (min_isolation unshare or bwrap)")
+        if not self.data_dir:
+            unknown = sorted(set(self.tiers) - set(TIERS))
+            if unknown:
+                raise ValueError(f"unknown tiers {unknown}; valid choices: {', '.join(TIERS)}")
+
+
+def _cut(text: str, shown: int, total_bytes: int) -> str:
+    if len(text) <= shown and len(text.encode("utf-8", "replace")) >= total_bytes:
+        return text
+    return f"{text[:shown]}\n[... output cut: {total_bytes} bytes in all, the first {min(shown, len(text))} characters shown ...]"
+
+
+def format_command_result(result: CommandResult, shown: int, timeout_s: float) -> str:
+    """The observation of one command."""
+    if result.error == "workspace_limit":
+        return "The command's changes were discarded: the task folder grew past its size limit. Nothing changed."
+    if result.error:
+        return f"The command failed to run: {result.error}. The task folder is unchanged."
+    parts = [f"Exit code: {result.exit_code}"]
+    if result.timed_out:
+        parts.append(f"(the command ran past its {timeout_s:g} s limit and was stopped)")
+    if result.output_limit:
+        parts.append("(the command wrote too much output and was stopped)")
+    if result.background:
+        parts.append("(processes the command left running were stopped)")
+    if result.stdout_bytes:
+        parts.append("stdout:\n" + _cut(result.stdout, shown, result.stdout_bytes))
+    if result.stderr_bytes:
+        parts.append("stderr:\n" + _cut(result.stderr, shown, result.stderr_bytes))
+    if not result.stdout_bytes and not result.stderr_bytes:
+        parts.append("(no output)")
+    if result.left_root:
+        parts.append(f"(the command ended outside {ROOT}; the next command starts in {ROOT})")
+    elif result.cwd != ROOT:
+        parts.append(f"Working directory: {result.cwd}")
+    return "\n".join(parts)
+
+
+class TerminalEnv:
+    """One shell command per turn on a private copy of the task folder, in the sandbox."""
+
+    name = "terminal"
+    blocking_steps = True  # a step is a sandbox run: the engine steps several at once
+
+    def __init__(self, config: TerminalConfig) -> None:
+        self.config = config
+        self.t_max = config.t_max
+        self._tasks: list[TerminalTask] | None = None
+        self._sandbox: Sandbox | None = None
+        self._task: Task | None = None
+        self._spec: TerminalTask | None = None
+        self._archive = b""
+        self._cwd = ROOT
+        self._commands: list[str] = []
+        self._observation = ""
+        self._done = self._solved = False
+        self._last_check: CommandResult | None = None
+
+    # -- tasks ---------------------------------------------------------------------------------
+    def all_tasks(self) -> list[TerminalTask]:
+        """Every task of the configured set and tiers (loaded once)."""
+        if self._tasks is None:
+            tasks = load_tasks(self.config.data_dir or None)
+            if self.config.tiers:
+                tasks = [t for t in tasks if t.tier in self.config.tiers]
+            self._tasks = tasks
+        return self._tasks
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """A set of Terminal-Bench tasks is a benchmark: all of it is the test split."""
+        return ("test",) if self._benchmark_only() else ("train", "test")
+
+    def _benchmark_only(self) -> bool:
+        return bool(self.config.data_dir) and all(t.source == "terminal-bench" for t in self.all_tasks())
+
+    def tasks(self, split: str, n: int) -> list[Task]:
+        if self._benchmark_only():
+            if split != "test":
+                raise ValueError(f"a Terminal-Bench task set has only a test split (asked for {split!r})")
+            chosen = list(self.all_tasks())
+        else:
+            chosen = split_tasks(self.all_tasks(), split, self.config.split_seed, self.config.test_fraction)
+        if n < 0 or n > len(chosen):
+            raise ValueError(f"only {len(chosen)} {split} tasks exist (asked for {n})")
+        return [Task(t.task_id, t.to_payload()) for t in chosen[:n]]
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox commands run in (built on first use)."""
+        if self._sandbox is None:
+            slowest = max(self.config.command_timeout_s, self.config.check_timeout_s)
+            hidden = [SHIPPED_DIR] + ([self.config.data_dir] if self.config.data_dir else [])
+            self._sandbox = Sandbox(SandboxConfig(
+                wall_time_s=slowest + 15.0, cpu_time_s=int(slowest) + 5, memory_mb=self.config.memory_mb,
+                max_processes=64, max_file_mb=self.config.max_workspace_mb * 2, tmpfs_mb=self.config.max_workspace_mb * 4,
+                min_isolation=self.config.min_isolation, scratch_dirs=(ROOT,), hide_paths=answer_folders(hidden),
+            ))
+        return self._sandbox
+
+    def _limits(self, timeout_s: float) -> CommandLimits:
+        keep = self.config.output_chars * 4 + 16
+        return CommandLimits(timeout_s=timeout_s, keep_bytes=keep, max_archive_bytes=self.config.max_workspace_mb << 20)
+
+    # -- episode -------------------------------------------------------------------------------
+    def _require(self) -> TerminalTask:
+        if self._spec is None:
+            raise RuntimeError("call reset(task, seed) first")
+        return self._spec
+
+    def reset(self, task: Task, seed: int) -> str:
+        self._task = task
+        self._spec = TerminalTask.from_payload(task.payload)
+        self._archive = self._spec.archive
+        self._cwd = ROOT
+        self._commands = []
+        self._done = self._solved = False
+        self._last_check = None
+        listing = self._spec.listing()
+        shown = "\n".join(f"  {name}" for name in listing[:40])
+        more = f"\n  ... and {len(listing) - 40} more" if len(listing) > 40 else ""
+        contents = f"Its files:\n{shown}{more}" if listing else "It is empty."
+        self._observation = f"You are in {ROOT}, the task folder. {contents}"
+        return self._observation
+
+    def parse_action(self, reply: str) -> ParsedAction:
+        parsed = parse_tagged_action(reply)
+        if parsed.action is None:
+            return parsed
+        fenced = _FENCE.match(parsed.action.strip())
+        command = fenced.group(1) if fenced else parsed.action
+        if not command.strip():
+            return ParsedAction(None, "the command is empty", parsed.strict_format)
+        return ParsedAction(command, None, parsed.strict_format)
+
+    def step(self, action: str) -> StepResult:
+        spec = self._require()
+        if self._done:
+            return StepResult("The episode is over.", 0.0, True, False, False)
+        command = action.strip() if isinstance(action, str) else ""
+        if not command:
+            return StepResult("Invalid action: the command is empty.", 0.0, False, False, False)
+        if len(command) > self.config.max_command_chars:
+            message = f"Invalid action: the command has {len(command)} characters; the limit is {self.config.max_command_chars}."
+            return StepResult(message, 0.0, False, False, False)
+        if command.lower() == SUBMIT:
+            return self._submit(spec)
+        result = run_command(self.sandbox, self._archive, command, cwd=self._cwd, limits=self._limits(self.config.command_timeout_s))
+        if result.archive is not None:
+            self._archive, self._cwd = result.archive, result.cwd
+        self._commands.append(command)
+        self._observation = format_command_result(result, self.config.output_chars, self.config.command_timeout_s)
+        return StepResult(self._observation, 0.0, False, False, True)
+
+    def _submit(self, spec: TerminalTask) -> StepResult:
+        result = self.check(self._archive, spec)
+        self._last_check = result
+        self._done, self._solved = True, result.error is None and result.exit_code == 0
+        verdict = "passed" if self._solved else "failed"
+        self._observation = f"Submitted. The task's checker {verdict}."
+        return StepResult(self._observation, 1.0 if self._solved else 0.0, True, self._solved, True)
+
+    def check(self, archive: bytes, spec: TerminalTask | None = None) -> CommandResult:
+        """The checker's run on the task folder ``archive`` (default task: the current one)."""
+        spec = spec or self._require()
+        limits = self._limits(self.config.check_timeout_s)
+        return run_command(self.sandbox, archive, spec.check, cwd=ROOT, limits=limits, support=spec.support or None)
+
+    @property
+    def last_check(self) -> CommandResult | None:
+        """The checker's result after ``submit`` (its output, for debugging a task)."""
+        return self._last_check
+
+    def render(self) -> str:
+        return self._observation or "No task: call reset first."
+
+    def prompt_text(self) -> PromptText:
+        spec = self._require()
+        instruction = (
+            f"You work in a Linux shell inside a sandbox, in the task folder {ROOT}. Each turn you run one shell "
+            "command (bash; a multi-line script counts as one command) and see its exit code and output. Files you "
+            "change stay changed; the next command starts in the directory where the previous one ended. "
+            "Environment variables and background processes do not carry over, there is no network, and commands "
+            f"cannot read input. Each command may run {self.config.command_timeout_s:g} s. When the task is done, "
+            f"send {SUBMIT}: a hidden checker then decides whether it is solved.\n\nTASK: {spec.instruction}"
+        )
+        action_format = (
+            "Write one shell command inside the action tags, for example <action>ls -la</action>, or "
+            f"<action>{SUBMIT}</action> to finish."
+        )
+        return PromptText(instruction, action_format)
+
+    # -- state ---------------------------------------------------------------------------------
+    def state_key(self) -> str:
+        task_id = self._task.task_id if self._task else "-"
+        return f"{task_id}@{archive_digest(self._archive)}:{self._cwd}{':done' if self._done else ''}"
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"task": self._task, "archive": self._archive, "cwd": self._cwd, "commands": list(self._commands),
+                "observation": self._observation, "done": self._done, "solved": self._solved}
+
+    def restore(self, snapshot: dict[str, Any]) -> None:
+        self._task = snapshot["task"]
+        self._spec = TerminalTask.from_payload(self._task.payload) if self._task else None
+        self._archive, self._cwd = snapshot["archive"], snapshot["cwd"]
+        self._commands = list(snapshot["commands"])
+        self._observation = snapshot["observation"]
+        self._done, self._solved = bool(snapshot["done"]), bool(snapshot["solved"])
+
+    @property
+    def archive(self) -> bytes:
+        """The task folder as it is now (a tar archive)."""
+        return self._archive
+
+    # -- oracle (the reference path) -----------------------------------------------------------
+    def _position(self) -> int | None:
+        solution = self._require().solution
+        k = len(self._commands)
+        return k if k <= len(solution) and tuple(self._commands) == solution[:k] else None
+
+    def shortest_solution_length(self) -> int | None:
+        if self._done:
+            return 0 if self._solved else None
+        k = self._position()
+        return None if k is None else len(self._require().solution) - k + 1
+
+    def optimal_actions(self, remaining: int) -> list[str]:
+        k = self._position()
+        if self._done or k is None:
+            return []
+        solution = self._require().solution
+        return [solution[k] if k < len(solution) else SUBMIT]
+
+    def action_values(self, remaining: int) -> dict[str, float]:
+        d = self.shortest_solution_length()
+        value = GAMMA ** (d - 1) if d is not None and 1 <= d <= remaining else 0.0
+        return {a: value for a in self.optimal_actions(remaining)}
+
+    def success_probability(self, remaining: int) -> float:
+        if self._done:
+            return 1.0 if self._solved else 0.0
+        d = self.shortest_solution_length()
+        return 1.0 if d is not None and d <= remaining else 0.0
+
+
+@register_env("terminal", TerminalConfig)
+def _make_terminal(config: TerminalConfig) -> TerminalEnv:
+    return TerminalEnv(config)

@@ -1,0 +1,205 @@
+"""Terminal tasks as data: arlkit's own layout and the Terminal-Bench layout (docs/environments.md#terminal).
+
+arlkit's layout, one folder per task::
+
+    task.yaml      instruction: ..., tier: files | text | build
+    files/         the task folder's starting contents (optional)
+    solution.sh    the reference solution: one command per line (blank lines and # comments skipped)
+    check.sh       run in the task folder after ``submit``; exit status 0 means solved
+
+Terminal-Bench's layout (``task.yaml`` with ``instruction``, ``solution.sh``, ``tests/``, a
+``Dockerfile``): the folder's other files are the task folder's contents, ``solution.sh`` is sent
+as one command, and the checker runs ``tests/test_*.py`` with pytest (the sandbox's interpreter)
+with ``$TEST_DIR`` pointing at the tests, which stay outside the task folder. Docker is not used:
+what a task's ``Dockerfile`` installs or a ``docker-compose.yaml`` starts is not there.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from arlkit.envs.terminal.workspace import pack_folder
+
+__all__ = ["SHIPPED_DIR", "TIERS", "TerminalTask", "load_task", "load_tasks", "split_tasks"]
+
+SHIPPED_DIR = Path(__file__).resolve().parents[2] / "data" / "terminal"
+TIERS = ("files", "text", "build")
+"""The shipped tiers: file manipulation, text processing with standard tools, small build/debug/data tasks."""
+
+_TB_META = {"task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests", "Dockerfile",
+            "docker-compose.yaml", "docker-compose.yml"}
+_TB_CHECK = (
+    'cd /app && TEST_DIR="$ARLKIT_SUPPORT/tests" "$ARLKIT_PYTHON" -m pytest -q -p no:cacheprovider '
+    '"$ARLKIT_SUPPORT"/tests/test_*.py'
+)
+
+
+@dataclass(frozen=True)
+class TerminalTask:
+    """One terminal task.
+
+    Attributes:
+        name: the task folder's name (unique within a task set).
+        tier: ``files``, ``text``, ``build`` (shipped) or the task's own category.
+        instruction: what the agent is asked to do.
+        archive: the task folder's starting contents (a tar archive, :func:`pack_folder`).
+        solution: the reference solution, one command per turn (``submit`` follows it).
+        check: the checker script; exit status 0 means solved.
+        support: files the checker needs outside the task folder (a tar archive), or empty.
+        source: ``arlkit`` or ``terminal-bench``.
+    """
+
+    name: str
+    tier: str
+    instruction: str
+    archive: bytes
+    solution: tuple[str, ...]
+    check: str
+    support: bytes = b""
+    source: str = "arlkit"
+
+    @property
+    def task_id(self) -> str:
+        digest = hashlib.sha256(self.archive + self.instruction.encode() + self.check.encode()).hexdigest()[:8]
+        return f"{self.name}-{digest}"
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "tier": self.tier, "instruction": self.instruction, "solution": list(self.solution),
+            "check": self.check, "source": self.source,
+            "archive": base64.b64encode(self.archive).decode("ascii"),
+            "support": base64.b64encode(self.support).decode("ascii"),
+        }
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> TerminalTask:
+        return cls(
+            name=str(payload["name"]), tier=str(payload["tier"]), instruction=str(payload["instruction"]),
+            archive=base64.b64decode(payload["archive"]), solution=tuple(payload["solution"]),
+            check=str(payload["check"]), support=base64.b64decode(payload.get("support", "")),
+            source=str(payload.get("source", "arlkit")),
+        )
+
+    def listing(self) -> list[str]:
+        """The starting task folder's entries (folders end with ``/``), sorted."""
+        with tarfile.open(fileobj=io.BytesIO(self.archive), mode="r:") as archive:
+            return sorted(m.name + ("/" if m.isdir() else "") for m in archive.getmembers())
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read the task description: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping with an 'instruction'")
+    return data
+
+
+def _instruction(data: Mapping[str, Any], where: Path) -> str:
+    text = data.get("instruction")
+    if not text and isinstance(data.get("descriptions"), list):  # older Terminal-Bench tasks
+        text = next((d.get("description") for d in data["descriptions"] if d.get("key") == "base"), None)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{where}: task.yaml has no 'instruction'")
+    return text.strip()
+
+
+def _commands(script: str) -> tuple[str, ...]:
+    return tuple(ln.strip() for ln in script.splitlines() if ln.strip() and not ln.strip().startswith("#"))
+
+
+def _pack_files(folder: Path | None, skip: set[str]) -> bytes:
+    """``folder``'s contents minus the top-level names in ``skip`` (``None``: nothing), as a
+    task-folder archive."""
+    with tempfile.TemporaryDirectory(prefix="arlkit-task-") as staging:
+        for entry in sorted(folder.iterdir()) if folder is not None else []:
+            if entry.name in skip:
+                continue
+            target = Path(staging) / entry.name
+            if entry.is_dir() and not entry.is_symlink():
+                _copy_tree(entry, target)
+            else:
+                _copy_file(entry, target)
+        return pack_folder(staging)
+
+
+def _copy_tree(src: Path, dst: Path) -> None:
+    dst.mkdir()
+    for entry in sorted(src.iterdir()):
+        (_copy_tree if entry.is_dir() and not entry.is_symlink() else _copy_file)(entry, dst / entry.name)
+
+
+def _copy_file(src: Path, dst: Path) -> None:
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    else:
+        dst.write_bytes(src.read_bytes())
+        os.chmod(dst, 0o755 if os.access(src, os.X_OK) else 0o644)
+
+
+def load_task(folder: str | Path) -> TerminalTask:
+    """The task in ``folder`` (either layout; ``ValueError`` naming what is missing)."""
+    folder = Path(folder)
+    data = _read_yaml(folder / "task.yaml")
+    instruction = _instruction(data, folder)
+    solution_path = folder / "solution.sh"
+    if not solution_path.is_file():
+        raise ValueError(f"{folder}: no solution.sh (the reference solution)")
+    solution = solution_path.read_text(encoding="utf-8")
+    if (folder / "check.sh").is_file():
+        files = folder / "files"
+        archive = _pack_files(files if files.is_dir() else None, set())
+        tier = str(data.get("tier", "files"))
+        return TerminalTask(folder.name, tier, instruction, archive, _commands(solution),
+                            (folder / "check.sh").read_text(encoding="utf-8"))
+    tests = folder / "tests"
+    if not tests.is_dir():
+        raise ValueError(f"{folder}: neither check.sh (arlkit layout) nor tests/ (Terminal-Bench layout)")
+    with tempfile.TemporaryDirectory(prefix="arlkit-tests-") as staging:
+        _copy_tree(tests, Path(staging) / "tests")
+        support = pack_folder(staging)
+    tier = str(data.get("category") or data.get("tier") or "terminal-bench")
+    return TerminalTask(folder.name, tier, instruction, _pack_files(folder, _TB_META), (solution.strip(),),
+                        _TB_CHECK, support, "terminal-bench")
+
+
+def load_tasks(root: str | Path | None = None) -> list[TerminalTask]:
+    """Every task under ``root`` (default: arlkit's shipped tasks), sorted by name."""
+    root = Path(root) if root else SHIPPED_DIR
+    if (root / "task.yaml").is_file():
+        return [load_task(root)]
+    if not root.is_dir():
+        raise ValueError(f"no task folder at {root}")
+    tasks = [load_task(d) for d in sorted(root.iterdir()) if (d / "task.yaml").is_file()]
+    if not tasks:
+        raise ValueError(f"no task folders (with a task.yaml) under {root}")
+    return tasks
+
+
+def split_tasks(tasks: list[TerminalTask], split: str, seed: int, test_fraction: float) -> list[TerminalTask]:
+    """The tasks of ``split``: within each tier, tasks ordered by a seeded hash of their name; the
+    first ``round(test_fraction * n)`` are the test split, the rest train (disjoint by name); the
+    split's tasks come in hash order."""
+    if split not in ("train", "test"):
+        raise ValueError(f"unknown split {split!r}; valid choices: train, test")
+    def rank(task: TerminalTask) -> str:
+        return hashlib.sha256(f"{seed}:{task.name}".encode()).hexdigest()
+
+    chosen: list[TerminalTask] = []
+    for tier in sorted({t.tier for t in tasks}):
+        ranked = sorted((t for t in tasks if t.tier == tier), key=rank)
+        n_test = round(test_fraction * len(ranked))
+        chosen += ranked[:n_test] if split == "test" else ranked[n_test:]
+    return sorted(chosen, key=rank)  # tiers mixed: the first n of a split cover every tier
