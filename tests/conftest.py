@@ -6,6 +6,10 @@ from pathlib import Path
 
 import pytest
 
+# tests/data holds task fixtures, among them a Terminal-Bench task whose own tests (run inside the
+# sandbox by the terminal environment) must not be collected here.
+collect_ignore = ["data"]
+
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -20,7 +20,8 @@ WORDS = (
     "Left", "Down", "Right", "Up", "up", "left", "submit", "SELECT * FROM student", "SELECT name FROM sqlite_master;",
     "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT n FROM r LIMIT 5", "ls(a=True)", "cd(folder='x')",
     "finish_turn()", "```python\nprint(input())\n```", "```python\nimport os\nprint(os.listdir('/'))\n```", "f(a=1, a=2)",
-    "\\ud800", "'", '"', "\\", "{", "}", ";", "(", ")",
+    "\\ud800", "'", '"', "\\", "{", "}", ";", "(", ")", "ls -la", "cat /etc/passwd; cd / && pwd", "\\boxed{12}",
+    "\\boxed{\\frac{1}{2}}",
 )
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # every code point, surrogates included
 CONTROL = st.sampled_from([chr(c) for c in (*range(0x20), 0x7F, 0x85, 0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF)])
@@ -40,7 +41,7 @@ KNOWN = st.tuples(REPLY, st.sampled_from(WORDS), st.sampled_from(["", " ", "\n",
 REPLIES = st.one_of(REPLY, TAGGED, KNOWN)
 
 # Examples per environment: the code environment runs every program in the sandbox (~0.3 s).
-EXAMPLES = {"code": 30, "sql": 80}
+EXAMPLES = {"code": 30, "sql": 80, "terminal": 30, "math-tir": 40}
 
 
 def _check_one(name: str, env: object, task: object, reply: str, tmp: Path) -> None:

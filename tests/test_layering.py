@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("analysis",),
     ("report",),
     ("recipes",),
-    ("integrations",),
+    ("integrations", "gym"),
     ("cli",),
     ("__main__",),
 )

@@ -213,3 +213,10 @@ def test_arlkit_eval_oracle_solves_the_whole_test_split(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [r for r in csv.DictReader(open(tmp_path / "ev" / "passkt.csv")) if r["policy"] == "oracle"]
     assert rows and all(float(r["pass"]) == 1.0 for r in rows if r["k"] == "1"), rows
+
+
+def test_binary_output_on_both_streams_still_comes_back(env: TerminalEnv) -> None:
+    _start(env, "files-mkdir-tree")
+    obs = env.step("head -c 100000 /dev/zero; head -c 100000 /dev/zero >&2; touch made").observation
+    assert obs.startswith("Exit code: 0") and obs.count("output cut: 100000 bytes") == 2, obs[:300]
+    assert "made" in env.step("ls").observation

@@ -4,4 +4,4 @@ from arlkit.envs import frozenlake  # noqa: F401
 from arlkit.envs import sokoban  # noqa: F401
 from arlkit.envs import bfcl, sql  # noqa: F401
 from arlkit.envs import code  # noqa: F401
-from arlkit.envs import math_tir, terminal  # noqa: F401
+from arlkit.envs import from_gym, math_tir, terminal  # noqa: F401

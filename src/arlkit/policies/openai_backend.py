@@ -361,7 +361,10 @@ class OpenAIPolicy:
                 "it may not support them (or disable require_logprobs)"
             )
         finish = getattr(choice, "finish_reason", None)
-        return Reply(text, logprobs=logprobs, finish_reason=finish if finish in ("stop", "length") else None)
+        counted = getattr(response, "usage", None)
+        usage = {name: value for name in ("prompt_tokens", "completion_tokens")
+                 if isinstance(value := getattr(counted, name, None), int) and value >= 0} or None
+        return Reply(text, logprobs=logprobs, finish_reason=finish if finish in ("stop", "length") else None, usage=usage)
 
     # -- the policy ----------------------------------------------------------------------------
 

@@ -64,6 +64,10 @@ class Reply:
         finish_reason: :data:`CONTEXT_LENGTH_EXCEEDED` when the request did not fit the context
             window: ``text`` is empty and the engine ends the trajectory, a legitimate end and not
             an error; otherwise ``None`` (backends may also report ``"stop"`` or ``"length"``).
+        usage: ``{"prompt_tokens": n, "completion_tokens": m}`` as the server counted them, when it
+            said (``openai``); the rollout records it with the turn.
+        details: how a composite policy made the reply (``debate``: every agent's messages, the
+            votes, calls and tokens), recorded with the turn (JSON-safe).
     """
 
     text: str
@@ -72,6 +76,8 @@ class Reply:
     error: str | None = None
     prompt_ids: tuple[int, ...] | None = None
     finish_reason: str | None = None
+    usage: Mapping[str, int] | None = None
+    details: Mapping[str, Any] | None = None
 
 
 @runtime_checkable

@@ -28,6 +28,7 @@ from arlkit.config import MOVED_KEYS, EnvSpec, config_to_dict, config_to_plain, 
 from arlkit.budgets import EVAL_BUDGETS, check_budget, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.registry import make
+from arlkit.metrics.cost import cost_by_policy
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table
 from arlkit.policies import BackendOptions, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
@@ -332,6 +333,13 @@ def _notes(result: EvalResult, config: EvalConfig) -> list[str]:
         f"- trajectories: {len(finished)} finished; ended by the context window (`context_length_exceeded`, "
         f"failures unless already solved): {result.context_exceeded}"
     ]
+    costs = cost_by_policy(finished)
+    if any(c.calls_per_turn != 1.0 or c.tokens_per_turn is not None for c in costs.values()):
+        parts = [f"`{p}`: {c.calls_per_turn:.2f} calls, "
+                 + (f"{c.tokens_per_turn:,.0f} tokens" if c.tokens_per_turn is not None else "tokens not reported")
+                 for p, c in sorted(costs.items())]
+        notes.append("- cost per turn (backend calls; prompt + completion tokens where the backend counts them): "
+                     + "; ".join(parts))
     replaced = sum(t.replaced_code_points for t in finished + result.failed)
     if replaced:
         notes.append(f"- text repaired: {replaced} code points that are not valid UTF-8 (lone surrogates) were "

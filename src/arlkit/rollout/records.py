@@ -73,6 +73,10 @@ class TurnRecord:
             than the field gets, in announced mode, ``budget - turn`` (what every prompt announced).
         prompt: the messages and prompt token ids the policy was shown, when the rollout kept them
             (``run_rollouts(keep_prompts=True)``); in memory only: never written, not compared.
+        usage: the reply's token counts as the backend reported them (:attr:`Reply.usage`), or
+            ``None``; written only when set.
+        details: how a composite policy made the reply (:attr:`Reply.details`), or ``None``;
+            written only when set.
     """
 
     reply: str
@@ -86,6 +90,8 @@ class TurnRecord:
     logprobs: list[float] | None = None
     remaining: int | None = None
     prompt: Prompt | None = field(default=None, repr=False, compare=False)
+    usage: dict[str, int] | None = None
+    details: dict[str, Any] | None = None
 
     def to_json(self, *, with_tokens: bool = False) -> dict[str, Any]:
         """The JSON form: every field but ``prompt``, and the tokens only ``with_tokens``."""
@@ -94,6 +100,8 @@ class TurnRecord:
             value = getattr(self, f.name)
             if f.name == "prompt" or (f.name in ("token_ids", "logprobs") and not with_tokens):
                 continue
+            if f.name in ("usage", "details") and value is None:
+                continue  # records stay as they were for policies that report neither
             data[f.name] = list(value) if isinstance(value, (list, tuple)) else value
         return data
 

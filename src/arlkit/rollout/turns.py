@@ -118,6 +118,8 @@ def record_reply(live: LiveTrajectory, request: Request, reply: Reply, keep_prom
             logprobs=list(reply.logprobs) if reply.logprobs is not None else None,
             remaining=request.remaining,
             prompt=Prompt(request.messages, reply.prompt_ids) if keep_prompt else None,
+            usage=dict(reply.usage) if reply.usage else None,
+            details=dict(reply.details) if reply.details else None,
         )
     )
     live.observations.append(result.observation)

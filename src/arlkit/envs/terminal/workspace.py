@@ -113,7 +113,8 @@ def run_command(
         stdin=json.dumps(request) + "\n",
         files=files,
         wall_time_s=limits.timeout_s + _RESULT_MARGIN_S,
-        max_output_bytes=4 * limits.max_archive_bytes // 3 + 4 * limits.keep_bytes + 65536,
+        # base64 of the archive, and each kept stream JSON-escaped (up to 6 characters a byte)
+        max_output_bytes=4 * limits.max_archive_bytes // 3 + 12 * limits.keep_bytes + 65536,
     )
     lost = CommandResult(None, "", "", error="", duration_s=run.duration_s)
     line = next((ln for ln in run.stdout.splitlines() if ln.startswith(nonce + " ")), None)

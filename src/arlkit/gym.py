@@ -1,0 +1,152 @@
+"""arlkit environments as Gymnasium environments, and Gymnasium environments in arlkit.
+
+>>> import gymnasium, arlkit.gym
+>>> env = gymnasium.make("arlkit/frozenlake-v0")                    # every arlkit env, under arlkit/<name>-v0
+>>> observation, info = env.reset(seed=0)                           # a task drawn from the test split
+>>> observation, reward, terminated, truncated, info = env.step("Down")
+>>> info["step_result"].valid
+True
+
+:func:`to_gymnasium` wraps an arlkit environment: ``Text`` observation and action spaces,
+``reset(seed=..., options={"task": ...})`` (a :class:`~arlkit.envs.protocol.Task`, a task index
+or a task id; otherwise one drawn from the split with the reset seed), ``step(text)`` returning
+Gymnasium's 5-tuple with the :class:`~arlkit.envs.protocol.StepResult` in ``info``; ``truncated``
+once the turn budget (default: the family's T_max) is spent. ``info`` at reset holds the
+instruction, the action format and the budget-aware system prompt arlkit would show a model.
+:func:`from_gymnasium` (from :mod:`arlkit.envs.from_gym`) goes the other way. See docs/integrations.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+from gymnasium import spaces
+
+from arlkit.envs import list_envs, make
+from arlkit.envs.from_gym import GymnasiumConfig, GymnasiumEnv, from_gymnasium
+from arlkit.envs.protocol import ParsedAction, StepResult, Task
+from arlkit.rollout.prompts import system_prompt
+
+__all__ = ["AnyText", "ArlkitGymEnv", "GymnasiumConfig", "GymnasiumEnv", "from_gymnasium", "register_envs", "to_gymnasium"]
+
+_SAMPLE_CHARSET = "".join(chr(c) for c in range(32, 127)) + "\n"
+
+
+class AnyText(spaces.Text):
+    """A ``Text`` space holding any string of at most ``max_length`` characters (arlkit's texts use
+    all of Unicode); ``sample`` draws printable ASCII."""
+
+    def __init__(self, max_length: int, *, min_length: int = 0, seed: int | None = None) -> None:
+        super().__init__(max_length=max_length, min_length=min_length, charset=_SAMPLE_CHARSET, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+
+class ArlkitGymEnv(gymnasium.Env):
+    """An arlkit environment behind Gymnasium's API (module docstring).
+
+    Args:
+        env_name: the arlkit environment (``frozenlake``, ``sql``, ...).
+        split: where tasks are drawn from.
+        n_tasks: how many tasks of the split to draw from (default: up to 100, as many as exist).
+        budget: turns before ``truncated`` (default: the family's T_max).
+        parse_replies: actions are whole model replies (``<think>..</think><action>..</action>``),
+            parsed by the environment; by default an action is the action text itself.
+        render_mode: ``ansi`` makes ``render()`` return the current state as text.
+        **config: the environment's options.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+
+    def __init__(self, env_name: str = "frozenlake", *, split: str = "test", n_tasks: int | None = None,
+                 budget: int | None = None, parse_replies: bool = False, render_mode: str | None = None,
+                 **config: Any) -> None:
+        self.env = make(env_name, **config)
+        self.env_name, self.split, self.parse_replies, self.render_mode = env_name, split, parse_replies, render_mode
+        self.budget = int(budget or self.env.t_max)
+        self._n_tasks = n_tasks
+        self._pool: list[Task] | None = None
+        self.observation_space = AnyText(max_length=1 << 20)
+        self.action_space = AnyText(max_length=4096)
+        self._turns = 0
+
+    def tasks(self) -> list[Task]:
+        """The tasks ``reset`` draws from."""
+        if self._pool is None:
+            sizes = [self._n_tasks] if self._n_tasks else [100, 50, 20, 10, 5, 2, 1]
+            for size in sizes:
+                try:
+                    self._pool = self.env.tasks(self.split, size)
+                    break
+                except ValueError:
+                    if self._n_tasks:
+                        raise
+            if not self._pool:
+                raise ValueError(f"{self.env_name} has no {self.split} tasks")
+        return self._pool
+
+    def _task(self, choice: Any) -> Task:
+        if isinstance(choice, Task):
+            return choice
+        pool = self.tasks()
+        if isinstance(choice, int):
+            return pool[choice]
+        found = next((t for t in pool if t.task_id == choice), None)
+        if found is None:
+            raise ValueError(f"unknown task {choice!r}: give a Task, an index below {len(pool)} or a task id of the pool")
+        return found
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        if "task" in options:
+            task = self._task(options["task"])
+        else:
+            task = self.tasks()[int(self.np_random.integers(len(self.tasks())))]
+        observation = self.env.reset(task, int(self.np_random.integers(2**31 - 1)))
+        self._turns = 0
+        text = self.env.prompt_text()
+        prompt = system_prompt(self.env_name, text.instruction, text.action_format, budget=self.budget, completed=0,
+                               budget_mode="announced")
+        info = {"task_id": task.task_id, "instruction": text.instruction, "action_format": text.action_format,
+                "system_prompt": prompt, "budget": self.budget}
+        return observation, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        text = action if isinstance(action, str) else str(action)
+        parsed = self.env.parse_action(text) if self.parse_replies else ParsedAction(text.strip() or None, "empty action")
+        if parsed.action is None:
+            result = StepResult(f"Invalid action: {parsed.error}.\n{self.env.render()}", 0.0, False, False, False)
+        else:
+            result = self.env.step(parsed.action)
+        self._turns += 1
+        truncated = not result.done and self._turns >= self.budget
+        info = {"step_result": result, "valid": result.valid, "success": result.success, "turn": self._turns}
+        return result.observation, float(result.reward), bool(result.done), truncated, info
+
+    def render(self) -> str | None:
+        return self.env.render() if self.render_mode == "ansi" else None
+
+
+def to_gymnasium(env_name: str = "frozenlake", **options: Any) -> ArlkitGymEnv:
+    """``env_name`` as a ``gymnasium.Env`` (:class:`ArlkitGymEnv` options)."""
+    return ArlkitGymEnv(env_name, **options)
+
+
+def register_envs() -> list[str]:
+    """Register every arlkit environment with Gymnasium as ``arlkit/<name>-v0`` (done on import);
+    the ids registered."""
+    ids = []
+    for name in list_envs():
+        if name == "gymnasium":
+            continue  # the adapter the other way
+        env_id = f"arlkit/{name}-v0"
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=ArlkitGymEnv, kwargs={"env_name": name})
+        ids.append(env_id)
+    return ids
+
+
+register_envs()
