@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	./scripts/install-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,export,wandb,math]" mpmath
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,export,wandb,math,serve]" mpmath
 	$(BIN)/python -m pip install --quiet --no-deps $(BFCL_PIN)
 	touch $(STAMP)
 
@@ -26,7 +26,7 @@ install: $(STAMP)
 
 $(VERL_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps $(VERL_PIN)
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,export,wandb,math,verl]"
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,export,wandb,math,serve,verl]"
 	touch $(VERL_STAMP)
 
 demo: $(STAMP)

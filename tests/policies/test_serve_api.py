@@ -1,6 +1,8 @@
-"""``arlkit.policies.serve`` as a spec-following client sees it (the official ``openai`` SDK and raw
-HTTP): unseeded samples differ, ``n`` choices, ``GET /v1/models/{id}``, refusals of what the server
-does not implement, and a keep-alive connection that survives a request to an unknown route."""
+"""``arlkit serve`` as a spec-following client sees it (the official ``openai`` SDK, sync, async and
+streaming, and raw HTTP): unseeded samples differ, ``n`` choices, streamed chunks that add up to
+the reply, ``top_logprobs`` with true bytes, content parts, ``GET /v1/models/{id}``, refusals of
+what the server does not implement, a keep-alive connection that survives a request to an unknown
+route, and the command itself starting and shutting down on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -63,7 +65,9 @@ def test_models_by_id(client: openai.OpenAI) -> None:
     ({"tools": [{"type": "function", "function": {"name": "go", "parameters": {"type": "object"}}}]}, "tools"),
     ({"response_format": {"type": "json_object"}}, "response_format"),
     ({"presence_penalty": 0.5}, "presence_penalty"),
-    ({"top_logprobs": 5, "logprobs": True}, "top_logprobs"),
+    ({"top_logprobs": 21, "logprobs": True}, "top_logprobs"),
+    ({"top_logprobs": 3}, "top_logprobs needs logprobs"),
+    ({"stream_options": {"include_usage": True}}, "stream_options needs stream"),
     ({"max_tokens": 0}, "max_tokens"),
     ({"n": 0}, "n must be"),
 ])
@@ -90,3 +94,104 @@ def test_a_request_to_an_unknown_route_leaves_the_connection_usable(server: Open
         assert second.status == 200 and json.loads(second.read())["choices"][0]["message"]["content"] is not None
     finally:
         conn.close()
+
+
+def test_streaming_chunks_add_up_to_the_reply_with_usage_last(client: openai.OpenAI) -> None:
+    whole = client.chat.completions.create(model="tiny", messages=MESSAGES, seed=5, n=2, logprobs=True)
+    stream = client.chat.completions.create(model="tiny", messages=MESSAGES, seed=5, n=2, logprobs=True, stream=True,
+                                            stream_options={"include_usage": True})
+    texts, finishes, tokens, usage = {0: "", 1: ""}, {}, {0: 0, 1: 0}, None
+    for chunk in stream:
+        if chunk.usage is not None:
+            assert not chunk.choices
+            usage = chunk.usage
+            continue
+        for choice in chunk.choices:
+            texts[choice.index] += choice.delta.content or ""
+            if choice.logprobs is not None and choice.logprobs.content:
+                tokens[choice.index] += len(choice.logprobs.content)
+            if choice.finish_reason:
+                finishes[choice.index] = choice.finish_reason
+    assert [texts[0], texts[1]] == _texts(whole)
+    assert finishes == {c.index: c.finish_reason for c in whole.choices}
+    assert tokens == {c.index: len(c.logprobs.content) for c in whole.choices}  # type: ignore[union-attr]
+    assert usage is not None and usage.completion_tokens == whole.usage.completion_tokens  # type: ignore[union-attr]
+
+
+def test_async_client_and_concurrent_requests(server: OpenAICompatibleServer) -> None:
+    import asyncio
+
+    async def run() -> list[str]:
+        async with openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=120.0) as c:
+            replies = await asyncio.gather(*(c.chat.completions.create(model="tiny", messages=MESSAGES, seed=s)
+                                             for s in range(6)))
+            streamed = ""
+            async for chunk in await c.chat.completions.create(model="tiny", messages=MESSAGES, seed=0, stream=True):
+                streamed += "".join(ch.delta.content or "" for ch in chunk.choices)
+        return [r.choices[0].message.content or "" for r in replies] + [streamed]
+
+    texts = asyncio.run(run())
+    assert texts[-1] == texts[0] and len(set(texts[:6])) > 1
+
+
+def test_top_logprobs_are_sorted_with_the_tokens_own_bytes(client: openai.OpenAI) -> None:
+    reply = client.chat.completions.create(model="tiny", messages=MESSAGES, seed=9, temperature=1.0, logprobs=True,
+                                           top_logprobs=3)
+    content = reply.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert content
+    for entry in content:
+        values = [alt.logprob for alt in entry.top_logprobs]
+        assert len(values) == 3 and values == sorted(values, reverse=True) and entry.logprob <= values[0] + 1e-6
+    joined = b"".join(bytes(entry.bytes or []) for entry in content)
+    assert joined.decode("utf-8", errors="replace") == reply.choices[0].message.content
+
+
+def test_token_bytes_are_exact_inside_a_utf8_character(server: OpenAICompatibleServer) -> None:
+    from arlkit.policies.serve_wire import token_bytes
+
+    tokenizer = server.policy.tokenizer
+    ids = tokenizer.encode("é→✓", add_special_tokens=False)
+    assert b"".join(token_bytes(tokenizer, t) for t in ids) == "é→✓".encode()
+
+
+def test_content_parts_and_null_content_are_accepted_tool_calls_are_refused(client: openai.OpenAI) -> None:
+    parts = [{"role": "user", "content": [{"type": "text", "text": "You are on a frozen lake. "},
+                                          {"type": "text", "text": "Where do you go?"}]}]
+    as_parts = client.chat.completions.create(model="tiny", messages=parts, seed=4)  # type: ignore[arg-type]
+    as_text = client.chat.completions.create(model="tiny", messages=MESSAGES, seed=4)
+    assert _texts(as_parts) == _texts(as_text)
+    empty_turn = [*MESSAGES, {"role": "assistant", "content": None}, {"role": "user", "content": "And now?"}]
+    client.chat.completions.create(model="tiny", messages=empty_turn, seed=1)  # type: ignore[arg-type]
+    calling = [*MESSAGES, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "go", "arguments": "{}"}}]}]
+    with pytest.raises(openai.BadRequestError, match="tool calls"):
+        client.chat.completions.create(model="tiny", messages=calling)  # type: ignore[arg-type]
+    with pytest.raises(openai.BadRequestError, match="text parts"):
+        client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": [  # type: ignore[list-item]
+            {"type": "image_url", "image_url": {"url": "data:,"}}]}])
+
+
+def test_the_serve_command_starts_answers_and_shuts_down_on_ctrl_c(tiny_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "arlkit", "serve", str(tiny_model_dir), "--name", "nano", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # type: ignore[union-attr]  # blocks until the server says where it is
+        assert "serving" in line, proc.stderr.read() if proc.poll() is not None else line  # type: ignore[union-attr]
+        url = line.split(" at ")[1].split()[0]
+        with openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=120.0) as c:
+            assert c.models.retrieve("nano").id == "nano"
+            assert c.chat.completions.create(model="nano", messages=MESSAGES, max_tokens=4).choices
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) in (0, 130)  # 130: the shell's code for an interrupted command
+        assert "Traceback" not in proc.stderr.read()  # type: ignore[union-attr]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    bad = subprocess.run([sys.executable, "-m", "arlkit", "serve", str(tmp_path / "missing")], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and "error" in bad.stderr and "Traceback" not in bad.stderr

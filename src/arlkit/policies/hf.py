@@ -312,10 +312,13 @@ class HFPolicy:
         sampling: SamplingConfig | None = None,
         stop: Sequence[str] | None = None,
         cache_keys: Sequence[int] | None = None,
+        top_logprobs: int = 0,
     ) -> list[Reply]:
         """:meth:`generate` with this call's own sampling options and stop strings (the policy's by
         default) and cache keys (default: each request's seed and announced budget, see
-        :func:`conversation_key`; e.g. a server keys by conversation)."""
+        :func:`conversation_key`; e.g. a server keys by conversation). ``top_logprobs`` k > 0 adds
+        ``Reply.details["top_logprobs"]``: per generated token, the k most likely ``[token, logprob]``
+        under the same distribution the token was sampled from."""
         sampling = (sampling or self.sampling).with_default_reply_tokens(self.sampling.max_new_tokens)
         stop = tuple(self.stop if stop is None else stop)
         keys = list(cache_keys) if cache_keys is not None else [conversation_key(r) for r in requests]
@@ -344,7 +347,7 @@ class HFPolicy:
                 self._check_weights()
                 for start in range(0, len(todo), self.max_batch_size):
                     part = todo[start : start + self.max_batch_size]
-                    for (i, *_), reply in zip(part, self._generate_batch(part, sampling, stop), strict=True):
+                    for (i, *_), reply in zip(part, self._generate_batch(part, sampling, stop, top_logprobs), strict=True):
                         replies[i] = reply
                 self._store.evict()
         finally:
@@ -404,7 +407,8 @@ class HFPolicy:
                 self._store.add_shared(batch.row_entry(i, row.tokens))
 
     def _generate_batch(
-        self, part: list[tuple[int, Request, np.ndarray, int]], cfg: SamplingConfig, stop: tuple[str, ...]
+        self, part: list[tuple[int, Request, np.ndarray, int]], cfg: SamplingConfig, stop: tuple[str, ...],
+        top_logprobs: int = 0,
     ) -> list[Reply]:
         prompts = [p for _, _, p, _ in part]
         keys = [k for *_, k in part]
@@ -419,6 +423,7 @@ class HFPolicy:
         b = len(part)
         tokens: list[list[int]] = [[] for _ in range(b)]
         logprobs: list[list[float]] = [[] for _ in range(b)]
+        tops: list[list[list[list[float]]]] = [[] for _ in range(b)]
         where = list(range(b))  # batch position -> row
         live = torch.ones(b, dtype=torch.bool)
         done = [False] * b
@@ -428,11 +433,14 @@ class HFPolicy:
             chosen = sample_tokens(logp, gens)
             chosen_lp = logp.gather(1, chosen[:, None]).squeeze(1).tolist()
             chosen_ids = chosen.tolist()
+            best = logp.topk(min(top_logprobs, logp.shape[-1]), dim=-1) if top_logprobs else None
             for pos, row in enumerate(where):
                 if done[row]:
                     continue
                 tokens[row].append(chosen_ids[pos])
                 logprobs[row].append(chosen_lp[pos])
+                if best is not None:
+                    tops[row].append([[int(t), float(v)] for t, v in zip(best.indices[pos].tolist(), best.values[pos].tolist())])
                 if self._finished(tokens[row], stop) or step == max_new - 1:
                     done[row] = True
                     live[pos] = False
@@ -455,6 +463,7 @@ class HFPolicy:
                 token_ids=tuple(tokens[i]),
                 logprobs=tuple(logprobs[i]),
                 prompt_ids=tuple(prompts[i].tolist()),
+                details={"top_logprobs": tops[i]} if top_logprobs else None,
             )
             for i in range(b)
         ]

@@ -1,0 +1,31 @@
+"""``arlkit serve``: a local model behind an OpenAI-compatible API (:mod:`arlkit.policies.serve`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from arlkit.cli import UsageError
+
+__all__ = ["register"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("serve", help="serve a local model over an OpenAI-compatible API (loopback)",
+                              description=__doc__)  # fmt: skip
+    p.add_argument("model_dir", help="a local causal-LM folder (e.g. from `arlkit model init`)")
+    p.add_argument("--name", default=None, help="the model name clients send (default: the folder path)")
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.set_defaults(handler=_handle)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    try:
+        from arlkit.policies.serve import serve
+    except ImportError as exc:
+        raise UsageError(f"arlkit serve needs Starlette and uvicorn ({exc.name} is missing): pip install 'arlkit[serve]'") from None
+
+    def refuse(message: str) -> None:
+        raise UsageError(message)
+
+    return serve(args.model_dir, args.name, args.host, args.port, exit_with=refuse)
