@@ -108,6 +108,7 @@ class _Flaky(BaseHTTPRequestHandler):
     retry_after: str | None = None  # sent with every refusal
     refuse_max_tokens = False  # answer 400 to a request that sends max_tokens (as newer OpenAI models do)
     bodies: list[dict[str, Any]] = []
+    message: dict[str, Any] | None = None  # the reply message (default: a text action)
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *args: object) -> None:
@@ -128,7 +129,7 @@ class _Flaky(BaseHTTPRequestHandler):
             body = {
                 "id": "x", "object": "chat.completion", "created": 0, "model": "m",
                 "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                             "message": {"role": "assistant", "content": "<think>ok</think><action>Left"}}],
+                             "message": self.message or {"role": "assistant", "content": "<think>ok</think><action>Left"}}],
             }
         data = json.dumps(body).encode()
         self.send_response(status)
@@ -246,3 +247,16 @@ def test_a_server_that_never_answers_ends_in_an_error_within_the_timeout(real_re
         for conn in held:
             conn.close()
         listener.close()
+
+
+def test_a_reply_of_tool_calls_is_recorded_not_dropped(flaky, real_requests) -> None:  # type: ignore[no-untyped-def]
+    url, handler = flaky
+    handler.message = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "move", "arguments": '{"direction": "Left"}'}}]}
+    policy = OpenAIPolicy("m", url, SamplingConfig(temperature=0.0), OpenAIConfig(max_retries=0, check_model=False))
+    try:
+        [reply] = policy.generate(real_requests[:1])
+    finally:
+        policy.close()
+    assert reply.error is None and reply.text == ""
+    assert reply.details == {"tool_calls": [{"name": "move", "arguments": '{"direction": "Left"}'}]}

@@ -364,7 +364,9 @@ class OpenAIPolicy:
         counted = getattr(response, "usage", None)
         usage = {name: value for name in ("prompt_tokens", "completion_tokens")
                  if isinstance(value := getattr(counted, name, None), int) and value >= 0} or None
-        return Reply(text, logprobs=logprobs, finish_reason=finish if finish in ("stop", "length") else None, usage=usage)
+        calls = _tool_calls(getattr(choice, "message", None))
+        return Reply(text, logprobs=logprobs, finish_reason=finish if finish in ("stop", "length") else None, usage=usage,
+                     details={"tool_calls": calls} if calls else None)
 
     # -- the policy ----------------------------------------------------------------------------
 
@@ -468,6 +470,19 @@ def config_from_options(backend: BackendOptions, base: OpenAIConfig | None = Non
         max_retries=base.max_retries if backend.max_retries is None else backend.max_retries,
         backoff=base.backoff if backend.retry_backoff is None else backend.retry_backoff,
     )
+
+
+def _tool_calls(message: Any) -> list[dict[str, str]]:
+    """The tool calls of a reply message as ``{name, arguments}`` (arguments as the server sent
+    them), so that a reply made of tool calls is recorded with its turn instead of dropped. arlkit's
+    prompts ask for text actions, and these are not executed."""
+    out = []
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        name, arguments = getattr(function, "name", None), getattr(function, "arguments", None)
+        if isinstance(name, str):
+            out.append({"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)})
+    return out
 
 
 @register_policy("openai", needs_arg=True)
