@@ -193,7 +193,7 @@ class DiscreteGymnasiumEnv(GymnasiumEnv):
 def _build(config: GymnasiumConfig, env: Any | None = None) -> GymnasiumEnv:
     built = GymnasiumEnv(config, env)
     if not config.parse and isinstance(built._env.action_space, built._spaces.Discrete):
-        built.__class__ = DiscreteGymnasiumEnv  # the same object, with the finite action set
+        return DiscreteGymnasiumEnv(config, built._env)  # the finite action set, on the same Gymnasium env
     return built
 
 
