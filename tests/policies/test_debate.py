@@ -142,7 +142,7 @@ def test_a_served_model_drives_debate_3_through_the_engine() -> None:
     turns = [turn for t in trajectories for turn in t.turns]
     assert not any(t.error for t in trajectories) and turns
     assert requests == sum(turn.details["calls"] for turn in turns) + sum(len(t.turns) for t in alone)
-    assert all(turn.details["calls"] == 6 and turn.details["tokens"] == {"prompt_tokens": 6, "completion_tokens": 6}
+    assert all(turn.details["calls"] == 6 and turn.usage == {"prompt_tokens": 6, "completion_tokens": 6}
                for turn in turns)  # the scripted server counts one prompt and one completion token per call
     costs = cost_by_policy(trajectories + alone)
     assert costs[trajectories[0].policy].tokens_per_turn == 12.0 and costs[alone[0].policy].tokens_per_turn == 2.0

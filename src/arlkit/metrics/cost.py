@@ -1,13 +1,13 @@
 """What a policy's turns cost: backend calls and tokens per environment turn.
 
-A single agent makes one call per turn; a composite policy (``debate``) records its calls and
-tokens in the turn's ``details``; a backend that reports token counts records them in ``usage``
-(docs/baselines.md). Tokens are prompt plus completion tokens.
+A single agent makes one call per turn; a composite policy (``debate``) records its calls in the
+turn's ``details``; a turn's ``usage`` holds its prompt and completion tokens (summed over a debate's
+calls) when the backend counts them (docs/baselines.md). Tokens are prompt plus completion tokens.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from arlkit.rollout.records import Trajectory, TurnRecord
@@ -35,14 +35,8 @@ class PolicyCost:
 
 def turn_cost(turn: TurnRecord) -> tuple[int, int | None]:
     """``(calls, tokens)`` of one turn (tokens ``None`` when unknown)."""
-    details = turn.details or {}
-    tokens = details.get("tokens") if "calls" in details else turn.usage
-    calls = int(details.get("calls", 1))
-    if isinstance(tokens, Mapping) and tokens:
-        return calls, int(sum(int(v) for v in tokens.values()))
-    if turn.token_ids is not None and not details:
-        return calls, len(turn.token_ids)  # a local backend: its completion tokens (the prompt is not kept)
-    return calls, None
+    calls = int((turn.details or {}).get("calls", 1))
+    return calls, (int(sum(turn.usage.values())) if turn.usage else None)
 
 
 def cost_by_policy(trajectories: Iterable[Trajectory]) -> dict[str, PolicyCost]:

@@ -19,7 +19,7 @@ policies through the Python API), and one environment turn goes:
 The reply is the text of the first agent whose action won, so the environment parses exactly that
 action; the budget counts environment turns, not messages. ``Reply.details`` (recorded with the
 turn) holds every agent's reply and action per round, the votes, the judge's reply, the number of
-backend calls and the tokens they used (from the backend's ``usage``, or its token ids), so that
+backend calls; ``Reply.usage`` sums the tokens they used (unknown if any backend call did not say), so that
 ``arlkit eval`` can report cost per turn beside a single agent's (docs/baselines.md).
 """
 
@@ -93,14 +93,6 @@ def _parse(request: Request, text: str) -> str | None:
     return parsed.action.strip() if parsed.action else None
 
 
-def _usage(reply: Reply) -> dict[str, int] | None:
-    if reply.usage:
-        return {k: int(v) for k, v in reply.usage.items()}
-    if reply.token_ids is not None:
-        return {"prompt_tokens": len(reply.prompt_ids or ()), "completion_tokens": len(reply.token_ids)}
-    return None
-
-
 class _Turn:
     """The state of one environment turn's debate."""
 
@@ -114,14 +106,22 @@ class _Turn:
         self.tokens: dict[str, int] | None = {"prompt_tokens": 0, "completion_tokens": 0}
         self.judge: Reply | None = None
 
-    def count(self, reply: Reply) -> None:
+    def live(self, round_: int) -> list[int]:
+        """The agents that answer in ``round_``: all in round 0, then those whose last call did not fail."""
+        return [a for a, replies in enumerate(self.replies) if round_ == 0 or (replies and not replies[-1].error)]
+
+    def add(self, agent: int, reply: Reply) -> None:
+        """Record ``agent``'s reply (``agent`` -1: the judge's) and count its call and tokens."""
+        if agent < 0:
+            self.judge = reply
+        else:
+            self.replies[agent].append(reply)
         self.calls += 1
-        used = _usage(reply)
-        if used is None or self.tokens is None:
+        if not reply.usage or self.tokens is None:
             self.tokens = None  # one call without counts: the total is unknown
         else:
             for key in self.tokens:
-                self.tokens[key] += used.get(key, 0)
+                self.tokens[key] += reply.usage.get(key, 0)
 
     def agent_request(self, agent: int, round_: int) -> Request:
         messages = list(self.base)
@@ -170,7 +170,6 @@ class _Turn:
             chosen = next(p for p in proposals if votes[p[1]] == best)  # lowest agent among the tied
         details = {
             "policy": kind, "aggregator": aggregator, "agents": len(self.replies), "calls": self.calls,
-            "tokens": dict(self.tokens) if self.tokens is not None else None,
             "votes": dict(votes), "chosen_agent": None if chosen is None else chosen[0] + 1,
             "messages": [[{"round": r, "reply": rep.text, "action": _parse(self.request, rep.text) if not rep.error else None,
                            "error": rep.error} for r, rep in enumerate(replies)] for replies in self.replies],
@@ -201,17 +200,14 @@ class DebatePolicy:
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
         turns = [_Turn(r, len(self.agents), self.config) for r in requests]
         for round_ in range(self.config.rounds + 1):
-            wanted = [(t, a) for t in turns for a in range(len(self.agents))
-                      if round_ == 0 or (t.replies[a] and not t.replies[a][-1].error)]
+            wanted = [(t, a) for t in turns for a in t.live(round_)]
             for (turn, agent), reply in zip(wanted, self._batched([(a, t.agent_request(a, round_)) for t, a in wanted])):
-                turn.count(reply)
-                turn.replies[agent].append(reply)
+                turn.add(agent, reply)
         if self.config.aggregator == "judge":
-            judged = [t for t in turns if t.proposals()]
-            batch = [(0, t.judge_request([(a, act) for a, act, _ in t.proposals()])) for t in judged]
-            for turn, reply in zip(judged, self._batched(batch)):
-                turn.count(reply)
-                turn.judge = reply
+            judged = [(t, proposals) for t in turns if (proposals := t.proposals())]
+            batch = [(0, t.judge_request([(a, act) for a, act, _ in proposals])) for t, proposals in judged]
+            for (turn, _), reply in zip(judged, self._batched(batch)):
+                turn.add(-1, reply)
         return [t.decide(self.kind, self.config.aggregator) for t in turns]
 
     def _batched(self, work: Sequence[tuple[int, Request]]) -> list[Reply]:
@@ -237,15 +233,13 @@ class AsyncDebatePolicy(DebatePolicy):
     async def agenerate(self, request: Request) -> Reply:
         turn = _Turn(request, len(self.agents), self.config)
         for round_ in range(self.config.rounds + 1):
-            wanted = [a for a in range(len(self.agents)) if round_ == 0 or (turn.replies[a] and not turn.replies[a][-1].error)]
+            wanted = turn.live(round_)
             replies = await asyncio.gather(*(self._one(a, turn.agent_request(a, round_)) for a in wanted))
             for agent, reply in zip(wanted, replies):
-                turn.count(reply)
-                turn.replies[agent].append(reply)
+                turn.add(agent, reply)
         proposals = turn.proposals()
         if self.config.aggregator == "judge" and proposals:
-            turn.judge = await self._one(0, turn.judge_request([(a, act) for a, act, _ in proposals]))
-            turn.count(turn.judge)
+            turn.add(-1, await self._one(0, turn.judge_request([(a, act) for a, act, _ in proposals])))
         return turn.decide(self.kind, self.config.aggregator)
 
     async def _one(self, agent: int, request: Request) -> Reply:

@@ -463,6 +463,7 @@ class HFPolicy:
                 token_ids=tuple(tokens[i]),
                 logprobs=tuple(logprobs[i]),
                 prompt_ids=tuple(prompts[i].tolist()),
+                usage={"prompt_tokens": len(prompts[i]), "completion_tokens": len(tokens[i])},
                 details={"top_logprobs": tops[i]} if top_logprobs else None,
             )
             for i in range(b)

@@ -64,8 +64,9 @@ class Reply:
         finish_reason: :data:`CONTEXT_LENGTH_EXCEEDED` when the request did not fit the context
             window: ``text`` is empty and the engine ends the trajectory, a legitimate end and not
             an error; otherwise ``None`` (backends may also report ``"stop"`` or ``"length"``).
-        usage: ``{"prompt_tokens": n, "completion_tokens": m}`` as the server counted them, when it
-            said (``openai``); the rollout records it with the turn.
+        usage: ``{"prompt_tokens": n, "completion_tokens": m}`` of this reply (``hf``: its own
+            counts; ``openai``: the server's, when it says; a composite policy: the sum over its
+            calls); the rollout records it with the turn.
         details: how a composite policy made the reply (``debate``: every agent's messages, the
             votes, calls and tokens), recorded with the turn (JSON-safe).
     """

@@ -36,7 +36,6 @@ FAMILIES = (
 """The default reasoning-gym families: arithmetic, number theory, algebra and counting."""
 LEVELS = (0, 1, 2)
 SHIPPED_FILE = Path(__file__).resolve().parents[2] / "data" / "math_tir" / "problems.json"
-_SPLIT_SALT = {"train": 1, "test": 2}
 
 
 @dataclass(frozen=True)
@@ -145,7 +144,7 @@ def generated_problems(
     combination ``i mod (families x levels)``). Each (family, level) has a test pool of
     ``test_pool`` problems, distinct across the family's levels; train problems avoid every test
     question of their family, so the splits are disjoint by content."""
-    if split not in _SPLIT_SALT:
+    if split not in ("train", "test"):
         raise ValueError(f"unknown split {split!r}; valid choices: train, test")
     combos = [(f, lv) for lv in levels for f in families]
     per = -(-n // len(combos)) if n else 0

@@ -197,7 +197,6 @@ def main():
         archive = b""
     if len(archive) > int(request["max_archive_bytes"]):
         result["error"] = "workspace_limit"
-        result["archive_bytes"] = len(archive)
         archive = b""
     result["archive"] = base64.b64encode(archive).decode("ascii") if archive else None
     print(nonce, json.dumps(result), flush=True)

@@ -22,7 +22,7 @@ import io
 import os
 import tarfile
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,33 +120,31 @@ def _commands(script: str) -> tuple[str, ...]:
     return tuple(ln.strip() for ln in script.splitlines() if ln.strip() and not ln.strip().startswith("#"))
 
 
-def _pack_files(folder: Path | None, skip: set[str]) -> bytes:
-    """``folder``'s contents minus the top-level names in ``skip`` (``None``: nothing), as a
-    task-folder archive."""
+def _pack_files(folder: Path | None, keep: Callable[[str], bool] = lambda name: True) -> bytes:
+    """``folder``'s top-level entries for which ``keep(name)`` holds (``folder`` ``None``: none), as a
+    task-folder archive. They are copied to a staging folder first with their modes normalised (0755
+    for folders and executables, 0644 for other files), so that the archive, and the task id hashed
+    from it, is the same on every checkout whatever its umask."""
     with tempfile.TemporaryDirectory(prefix="arlkit-task-") as staging:
-        for entry in sorted(folder.iterdir()) if folder is not None else []:
-            if entry.name in skip:
-                continue
-            target = Path(staging) / entry.name
-            if entry.is_dir() and not entry.is_symlink():
-                _copy_tree(entry, target)
-            else:
-                _copy_file(entry, target)
+        if folder is not None:
+            _copy_into(folder, Path(staging), keep)
         return pack_folder(staging)
 
 
-def _copy_tree(src: Path, dst: Path) -> None:
-    dst.mkdir()
+def _copy_into(src: Path, dst: Path, keep: Callable[[str], bool] = lambda name: True) -> None:
     for entry in sorted(src.iterdir()):
-        (_copy_tree if entry.is_dir() and not entry.is_symlink() else _copy_file)(entry, dst / entry.name)
-
-
-def _copy_file(src: Path, dst: Path) -> None:
-    if src.is_symlink():
-        os.symlink(os.readlink(src), dst)
-    else:
-        dst.write_bytes(src.read_bytes())
-        os.chmod(dst, 0o755 if os.access(src, os.X_OK) else 0o644)
+        if not keep(entry.name):
+            continue
+        target = dst / entry.name
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry), target)
+        elif entry.is_dir():
+            target.mkdir()
+            os.chmod(target, 0o755)
+            _copy_into(entry, target)
+        else:
+            target.write_bytes(entry.read_bytes())
+            os.chmod(target, 0o755 if os.access(entry, os.X_OK) else 0o644)
 
 
 def load_task(folder: str | Path) -> TerminalTask:
@@ -160,19 +158,17 @@ def load_task(folder: str | Path) -> TerminalTask:
     solution = solution_path.read_text(encoding="utf-8")
     if (folder / "check.sh").is_file():
         files = folder / "files"
-        archive = _pack_files(files if files.is_dir() else None, set())
+        archive = _pack_files(files if files.is_dir() else None)
         tier = str(data.get("tier", "files"))
         return TerminalTask(folder.name, tier, instruction, archive, _commands(solution),
                             (folder / "check.sh").read_text(encoding="utf-8"))
     tests = folder / "tests"
     if not tests.is_dir():
         raise ValueError(f"{folder}: neither check.sh (arlkit layout) nor tests/ (Terminal-Bench layout)")
-    with tempfile.TemporaryDirectory(prefix="arlkit-tests-") as staging:
-        _copy_tree(tests, Path(staging) / "tests")
-        support = pack_folder(staging)
+    support = _pack_files(folder, lambda name: name == "tests")
     tier = str(data.get("category") or data.get("tier") or "terminal-bench")
-    return TerminalTask(folder.name, tier, instruction, _pack_files(folder, _TB_META), (solution.strip(),),
-                        _TB_CHECK, support, "terminal-bench")
+    archive = _pack_files(folder, lambda name: name not in _TB_META)
+    return TerminalTask(folder.name, tier, instruction, archive, (solution.strip(),), _TB_CHECK, support, "terminal-bench")
 
 
 def load_tasks(root: str | Path | None = None) -> list[TerminalTask]:
