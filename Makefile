@@ -7,8 +7,9 @@ TORCH_PIN ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.arlkit-installed
 VERL_STAMP := $(VENV)/.arlkit-verl-installed
-# verl for the tests of arlkit's verl plugin (docs/scale-out.md): --no-deps, its full requirements pull GPU stacks.
-VERL_PIN ?= verl==0.9.1 tensordict==0.10.0
+# verl for the tests of arlkit's verl plugin, agent loop and trainer modes (docs/scale-out.md): --no-deps, their
+# full requirements pull GPU stacks; the `verl` extra adds what they import on a CPU.
+VERL_PIN ?= verl==0.9.1 tensordict==0.10.0 TransferQueue==0.1.11
 # bfcl-eval the light way (docs/benchmarks.md): its multi-turn classes and checker need only mpmath.
 BFCL_PIN ?= bfcl-eval==2026.3.23
 

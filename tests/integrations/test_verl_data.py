@@ -11,11 +11,12 @@ pytest.importorskip("pyarrow", reason="pyarrow comes with the verl extra, instal
 
 from arlkit.budgets import budget_candidates  # noqa: E402
 from arlkit.cli import main  # noqa: E402
-from arlkit.integrations.verl_data import AGENT_NAME, audit_data, build_rows, read_rows, write_rows  # noqa: E402
+from arlkit.integrations.verl_data import AGENT_NAME, audit_data, build_rows, read_rows, row_episode, write_rows  # noqa: E402
 from arlkit.rollout.prompts import PromptConfig  # noqa: E402
 
 FIELDS = {"env", "env_args", "split", "task_id", "task_index", "tasks", "group", "index", "budget", "budget_spec",
-          "t_max", "env_seed", "policy_seed", "budget_mode", "history", "counters", "profile"}
+          "t_max", "job_seed", "env_seed", "policy_seed", "budget_mode", "history", "counters", "profile", "layout",
+          "reward"}
 
 
 def test_budgetmix_rows_pass_the_audit_and_are_reproducible(tmp_path: Path) -> None:
@@ -63,3 +64,20 @@ def test_the_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["verl", "data", "--env", "nope", "--out", str(out)]) == 2
     assert "valid choices" in capsys.readouterr().err
     assert main(["verl", "data", "--env", "frozenlake", "--budget", "soon", "--out", str(out)]) == 2
+
+
+def test_layout_prompt_and_reward_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "traj.parquet"
+    assert main(["verl", "data", "--env", "frozenlake", "--env-arg", "size=4", "--groups", "4", "--tasks", "2",
+                 "--layout", "trajectory", "--counters", "observation", "--reward", "invalid_action_penalty=0.5",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "trajectory layout" in printed and "agent_loop_config_path=" in printed and "trainer_mode" not in printed
+    episode = row_episode(read_rows(out)[0]["extra_info"])
+    assert (episode.layout, episode.prompt.counters, episode.reward.invalid_action_penalty) == ("trajectory",
+                                                                                                 "observation", 0.5)
+    assert audit_data(out).passed
+    assert main(["verl", "data", "--env", "frozenlake", "--layout", "trajectory", "--out", str(out)]) == 2
+    assert "counters=observation" in capsys.readouterr().err
+    assert main(["verl", "data", "--env", "frozenlake", "--reward", "bonus=1", "--out", str(out)]) == 2
+    assert "bonus" in capsys.readouterr().err

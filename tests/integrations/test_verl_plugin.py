@@ -153,8 +153,10 @@ def test_registered_estimators_equal_arlkits_and_verls(name: str, builtin: str) 
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
-def test_estimators_that_need_a_trainer_hook_say_so() -> None:
+def test_estimators_that_need_more_than_verl_passes_say_where_they_run() -> None:
     rewards, mask, index = _outcome_batch()
-    for name in ("gigpo", "empg", "gae"):
-        with pytest.raises(RuntimeError, match="trainer hook"):
+    for name in ("gigpo", "empg"):
+        with pytest.raises(RuntimeError, match="trainer.v1.trainer_mode=arlkit"):
             core_algos.get_adv_estimator_fn(f"arlkit_{name}")(rewards, mask, index=index)
+    with pytest.raises(RuntimeError, match="algorithm.adv_estimator=gae"):
+        core_algos.get_adv_estimator_fn("arlkit_gae")(rewards, mask, index=index)

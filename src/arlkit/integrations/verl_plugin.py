@@ -10,9 +10,12 @@ wherever verl looks them up:
   ``global_batch_info``, so data-parallel scaling is verl's. ``rollout_is_weights`` multiply the token
   losses first, as in verl's built-ins.
 - ``arlkit_<estimator>`` for the outcome estimators that need no per-sample extras
-  (``arlkit_grpo``, ``arlkit_rloo``, ``arlkit_reinforce_plus_plus_baseline``). ``gigpo``, ``empg`` and
-  ``gae`` need anchors, step rows or a critic that verl's estimator call does not pass; their names
-  are registered too, and fail on first use with a message that says so.
+  (``arlkit_grpo``, ``arlkit_rloo``, ``arlkit_reinforce_plus_plus_baseline``). ``gigpo`` and ``empg``
+  need step rows, anchor states and entropies that verl's estimator call does not pass: they run in
+  arlkit's v1 trainer modes (``trainer.v1.trainer_mode=arlkit``, :mod:`arlkit.integrations.verl_trainer`),
+  which this module registers the moment a process imports ``verl.trainer.ppo.v1`` (a one-shot import
+  hook: processes that never import verl's trainer do not pay for it). ``gae`` needs arlkit's critic.
+  Called from verl's own trainers, those names fail on first use with a message that says so.
 
 Settings. A loss takes the fields its arlkit config shares with verl's ``ActorConfig``
 (``clip_ratio_low``, ``clip_ratio_high``, ``clip_ratio_c``, SAPO's ``tau_pos``, ``tau_neg``; ``clip_ratio`` fills
@@ -29,9 +32,12 @@ and re-raises (docs/scale-out.md).
 from __future__ import annotations
 
 import functools
+import importlib.abc
+import importlib.util
 import json
 import logging
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -41,13 +47,15 @@ from arlkit.algos.advantages import ADV_ESTIMATORS, AdvantageInputs, compute_adv
 from arlkit.algos.policy_losses import POLICY_LOSSES, policy_loss
 from arlkit.algos.diagnostics import sequence_groups
 
-__all__ = ["PREFIX", "SETTINGS_ENV", "register_all", "settings_for"]
+__all__ = ["PREFIX", "SETTINGS_ENV", "TRAINER_MODULE", "estimator_settings", "register_all", "settings_for"]
 
 PREFIX = "arlkit_"
 SETTINGS_ENV = "ARLKIT_VERL_SETTINGS"
 _log = logging.getLogger("arlkit.verl")
 _ACTOR_FIELDS = ("clip_ratio_low", "clip_ratio_high", "clip_ratio_c", "tau_pos", "tau_neg")
 _ALGO_FIELDS = ("norm_adv_by_std_in_grpo",)
+TRAINER_MODULE = "verl.trainer.ppo.v1"
+"""Importing this module registers arlkit's trainer modes (:mod:`arlkit.integrations.verl_trainer`)."""
 
 
 def settings_for(name: str) -> dict[str, Any]:
@@ -95,6 +103,12 @@ def _shared(config: Any, fields: tuple[str, ...], own: Any) -> dict[str, Any]:
     return out
 
 
+def estimator_settings(name: str, config: Any) -> dict[str, Any]:
+    """The settings of arlkit estimator ``name`` inside verl: the fields it shares with verl's
+    ``algorithm`` config, then ``$ARLKIT_VERL_SETTINGS``."""
+    return {**_shared(config, _ALGO_FIELDS, ADV_ESTIMATORS.get(name).config_cls), **settings_for(name)}
+
+
 def _loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, float]]]:
     entry = POLICY_LOSSES.get(name)
 
@@ -124,16 +138,19 @@ def _loss(name: str) -> Callable[..., tuple[torch.Tensor, dict[str, float]]]:
 
 def _estimator(name: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
     entry = ADV_ESTIMATORS.get(name)
-    needs = [flag for flag in ("needs_critic", "needs_step_rows") if entry.flags.get(flag)]
 
     def verl_estimator(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, config: Any = None,
                        index: Any = None, **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        if needs:
+        if entry.flags.get("needs_step_rows"):
             raise RuntimeError(
-                f"{PREFIX}{name} needs {' and '.join(f.removeprefix('needs_').replace('_', ' ') for f in needs)}, "
-                "which verl's estimator call does not pass; it needs arlkit's trainer hook (docs/scale-out.md)"
+                f"{PREFIX}{name} needs step rows, anchor states and entropies, which verl's estimator call does not "
+                "pass: run it in arlkit's trainer mode (trainer.use_v1=true trainer.v1.trainer_mode=arlkit) on data "
+                "written with `arlkit verl data --layout step` (docs/scale-out.md)"
             )
-        hyper = {**_shared(config, _ALGO_FIELDS, entry.config_cls), **settings_for(name)}
+        if entry.flags.get("needs_critic"):
+            raise RuntimeError(f"{PREFIX}{name} needs arlkit's critic values, which verl does not pass; use verl's "
+                               "own algorithm.adv_estimator=gae")
+        hyper = estimator_settings(name, config)
         inputs = AdvantageInputs(response_mask=response_mask, token_level_rewards=token_level_rewards, index=index)
         out = compute_advantage(name, inputs, **hyper)
         return out.advantages, out.returns
@@ -159,8 +176,50 @@ def register_all() -> list[str]:
     return done
 
 
+def _register_trainers() -> None:
+    """Import :mod:`arlkit.integrations.verl_trainer` (its import registers the trainer modes); a failure is
+    logged at WARNING and never breaks the import of verl's trainer."""
+    try:
+        import arlkit.integrations.verl_trainer  # noqa: F401
+    except Exception as exc:
+        _log.warning("arlkit's verl plugin could not register its trainer modes: %s: %s", type(exc).__name__, exc)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs ``then`` right after module ``name`` is first executed (once; then it leaves ``sys.meta_path``)."""
+
+    def __init__(self, name: str, then: Callable[[], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)  # the real finders, now that this one is gone
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run, then = loader.exec_module, self.then
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            then()
+
+        loader.exec_module = exec_module  # this spec's own loader object
+        return spec
+
+
+def _register_trainers_when_imported() -> None:
+    if TRAINER_MODULE in sys.modules:
+        _register_trainers()
+    elif not any(isinstance(f, _AfterImport) and f.name == TRAINER_MODULE for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(TRAINER_MODULE, _register_trainers))
+
+
 try:
     register_all()
+    _register_trainers_when_imported()
 except Exception as exc:  # verl would log this at DEBUG only and go on without the names
     _log.warning("arlkit's verl plugin could not register its losses and estimators: %s: %s", type(exc).__name__, exc)
     raise
