@@ -10,8 +10,9 @@ VERL_STAMP := $(VENV)/.arlkit-verl-installed
 # verl for the tests of arlkit's verl plugin, agent loop and trainer modes (docs/scale-out.md): --no-deps, their
 # full requirements pull GPU stacks; the `verl` extra adds what they import on a CPU.
 VERL_PIN ?= verl==0.9.1 tensordict==0.10.0 TransferQueue==0.1.11
-# bfcl-eval the light way (docs/benchmarks.md): its multi-turn classes and checker need only mpmath.
-BFCL_PIN ?= bfcl-eval==2026.3.23
+# bfcl-eval the light way (docs/benchmarks.md): its multi-turn classes and checker need only mpmath; its
+# function-calling helpers (native tool calls) tree-sitter's parsers and tenacity, at bfcl-eval's pins.
+BFCL_PIN ?= bfcl-eval==2026.3.23 tree-sitter==0.21.3 tree-sitter-java==0.21.0 tree-sitter-javascript==0.21.4 tenacity
 
 .PHONY: install demo test test-stress bench clean
 

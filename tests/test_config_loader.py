@@ -33,7 +33,7 @@ def test_env_and_prompt_are_sections(cls: type, tmp_path: Path) -> None:
     assert config.env == EnvSpec("frozenlake", {"size": 5, "t_max": 12})
     assert config.prompt == PromptConfig("announced", 0, "system", "compact")
     assert config_to_plain(config)["prompt"] == {"budget_mode": "announced", "history": 0, "counters": "system",
-                                                 "profile": "compact"}
+                                                 "profile": "compact", "tool_calls": "text"}
     # the defaults are those of the sections' own classes
     assert cls().env == EnvSpec() and cls().prompt == PromptConfig()
 

@@ -292,10 +292,15 @@ A config class lists its own in a ``MOVED_KEYS`` class attribute; such a key is 
 place (``history: moved to prompt.history``)."""
 
 
+_PROMPT_DEFAULTS_UNRECORDED = {"profile": "rt", "tool_calls": "text"}
+"""Prompt fields that came later: their defaults are left out of run identities."""
+
+
 def identity_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
     """A plain ``prompt`` section as run identities record it: without ``profile`` when it is the default
-    ``rt``, the form recorded before profiles existed, so those runs still resume."""
-    return {k: v for k, v in prompt.items() if not (k == "profile" and v == "rt")}
+    ``rt`` and ``tool_calls`` when it is ``text``, the form recorded before those fields existed, so
+    those runs still resume."""
+    return {k: v for k, v in prompt.items() if _PROMPT_DEFAULTS_UNRECORDED.get(k, object()) != v}
 
 
 def flat_plain(config: Any) -> dict[str, Any]:

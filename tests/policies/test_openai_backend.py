@@ -259,4 +259,4 @@ def test_a_reply_of_tool_calls_is_recorded_not_dropped(flaky, real_requests) -> 
     finally:
         policy.close()
     assert reply.error is None and reply.text == ""
-    assert reply.details == {"tool_calls": [{"name": "move", "arguments": '{"direction": "Left"}'}]}
+    assert reply.details == {"tool_calls": [{"id": "c1", "name": "move", "arguments": '{"direction": "Left"}'}]}

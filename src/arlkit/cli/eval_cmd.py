@@ -41,6 +41,8 @@ EVAL_FLAGS: tuple[Flag, ...] = (
     Flag("--counters", "prompt.counters", "where announced budgets show the turn counters"),
     Flag("--prompt-profile", "prompt.profile", "rt: RT Table 2's system prompt; compact: a one-line budget "
          "statement before each observation, no system prompt (the embedded tiny model's)"),
+    Flag("--tool-calls", "prompt.tool_calls", "text: actions written in the reply; native: the environment's "
+         "functions offered as OpenAI tools and the model's tool calls taken as its actions (bfcl; openai: policies)"),
     Flag("--bootstrap", "bootstrap", "bootstrap resamples for CIs"),
     Flag("--max-active", "engine.max_active", "trajectories alive at once (memory bound)"),
     Flag("--max-concurrency", "engine.max_concurrency", "policy requests in flight at once (a batched "

@@ -29,6 +29,9 @@ helper) and raises :class:`MissingCapability` when it is absent
   other environments step inline (:func:`steps_block`).
 - ``splits`` — a class attribute, the task splits ``tasks()`` serves; default ``("train", "test")``.
   A benchmark that is only a test set (``bfcl``) declares ``("test",)`` (:func:`served_splits`).
+- :class:`FunctionCalling` — the current task's actions as OpenAI function tools, for backends that call
+  tools natively (``--tool-calls native``): the tools to offer, the prompt text for that mode, and the
+  action a reply's tool calls stand for (:func:`supports_function_calling`).
 - :class:`FailureDetector` — whether a step was a failed call (tool calling). Default: the step was
   invalid, or its observation carries a JSON error object (``{"error": ...}``, how a SQL or tool
   call that ran and failed is reported).
@@ -47,7 +50,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from arlkit.envs.protocol import Env, StepResult
+from arlkit.envs.protocol import Env, PromptText, StepResult
 
 __all__ = [
     "ActionScorer",
@@ -55,6 +58,7 @@ __all__ = [
     "BudgetHeadroom",
     "ErrorInjector",
     "FailureDetector",
+    "FunctionCalling",
     "InjectedError",
     "MissingCapability",
     "MutationSource",
@@ -75,6 +79,7 @@ __all__ = [
     "served_splits",
     "state_key_of",
     "steps_block",
+    "supports_function_calling",
 ]
 
 
@@ -146,6 +151,33 @@ class BudgetHeadroom(Protocol):
         """Success probability within ``budget`` of the budget-aware optimum minus that of the
         policy that is optimal for the full budget T_max, from the task's start."""
         ...
+
+
+@runtime_checkable
+class FunctionCalling(Protocol):
+    """Optional capability: actions as native tool calls (OpenAI's ``tools`` and ``tool_calls``).
+
+    A reply's tool calls are ``{"id", "name", "arguments"}`` mappings, ``arguments`` the JSON text the
+    server sent; a reply that calls nothing is a call list of length 0.
+    """
+
+    def function_tools(self) -> list[dict[str, Any]]:
+        """The OpenAI chat ``tools`` entries the current state offers (called before every action)."""
+        ...
+
+    def function_prompt_text(self) -> PromptText:
+        """The instruction and action format of the prompt when actions are native tool calls."""
+        ...
+
+    def function_calls_action(self, calls: Sequence[Mapping[str, str]]) -> str:
+        """The action (``step``'s argument) that ``calls`` stand for; ``ValueError`` with the reason
+        when they stand for none (arguments that are not JSON, say): that reply is an invalid action."""
+        ...
+
+
+def supports_function_calling(env: object) -> bool:
+    """Whether ``env`` can take its actions as native tool calls (:class:`FunctionCalling`)."""
+    return isinstance(env, FunctionCalling)
 
 
 def has_oracle(env: object) -> bool:

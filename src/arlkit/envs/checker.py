@@ -25,6 +25,7 @@ from arlkit.envs.capabilities import (
     BudgetHeadroom,
     ErrorInjector,
     FailureDetector,
+    FunctionCalling,
     MutationSource,
     Oracle,
     Snapshot,
@@ -95,6 +96,8 @@ CAPABILITIES: tuple[Capability, ...] = (
                "error states by submitting a worse mutant of the current program (needs Snapshot)"),
     Capability("FailureDetector", FailureDetector, ("call_failed",),
                "your own failed-call verdict in error correction (default: an invalid step or a JSON error)"),
+    Capability("FunctionCalling", FunctionCalling, ("function_tools", "function_prompt_text", "function_calls_action"),
+               "native tool calls (--tool-calls native): actions offered as OpenAI tools to openai: policies"),
 )  # fmt: skip
 """Every optional capability, in the order :class:`CheckReport` lists them."""
 
@@ -110,6 +113,7 @@ _FEATURES: tuple[tuple[str, Callable[[object], bool], str], ...] = (
      "step quality, StateKey and Snapshot"),
     ("error states", lambda env: has_snapshots(env) and can_inject_errors(env),
      "StateKey, Snapshot and ErrorInjector, MutationSource, or Oracle with ActionSpace"),
+    ("native tool calls", lambda env: isinstance(env, FunctionCalling), "FunctionCalling"),
 )  # fmt: skip
 
 

@@ -56,7 +56,8 @@ class Latency:
 
 
 class ScriptedServer:
-    """A loopback chat-completions server whose replies come from ``reply(body) -> str``.
+    """A loopback chat-completions server whose replies come from ``reply(body)``: the assistant's text,
+    or a dict of assistant-message fields (``{"content": None, "tool_calls": [...]}``) for tool calls.
 
     Use as a context manager; ``base_url`` is ``http://127.0.0.1:PORT/v1``.
 
@@ -70,7 +71,7 @@ class ScriptedServer:
             HTTP status (``429``, ``503``) refuses it, ``"drop"`` closes the connection unanswered.
     """
 
-    def __init__(self, reply: Callable[[dict[str, Any]], str], latency: Latency | None = None, *,
+    def __init__(self, reply: Callable[[dict[str, Any]], str | dict[str, Any]], latency: Latency | None = None, *,
                  model: str = "scripted", seed: int = 0,
                  fault: Callable[[int, int], int | str | None] | None = None) -> None:
         self.reply, self.latency, self.model, self.fault = reply, latency or Latency(), model, fault
@@ -153,13 +154,16 @@ class ScriptedServer:
             return 0, {}
         if isinstance(fault, int):
             return fault, {"error": {"message": "injected fault", "type": "server_error", "code": fault}}
-        for stop in request.get("stop") or ():  # OpenAI semantics: the stop string is not returned
-            if stop in text:
-                text = text[: text.index(stop)]
-                break
+        if isinstance(text, dict):  # a whole assistant message: tool calls
+            message, finish = {"role": "assistant", **text}, "tool_calls" if text.get("tool_calls") else "stop"
+        else:
+            for stop in request.get("stop") or ():  # OpenAI semantics: the stop string is not returned
+                if stop in text:
+                    text = text[: text.index(stop)]
+                    break
+            message, finish = {"role": "assistant", "content": text}, "stop"
         return 200, {
             "id": f"cmpl-{self.requests}", "object": "chat.completion", "created": 0, "model": self.model,
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                         "message": {"role": "assistant", "content": text}}],
+            "choices": [{"index": 0, "finish_reason": finish, "logprobs": None, "message": message}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }

@@ -164,7 +164,13 @@ class OpenAIPolicy:
             the server's first context-length error).
         sleep: waits between attempts (``asyncio.sleep``; tests replace it, by a coroutine function or
             a plain function).
+
+    With native tool calls (``Request.tools``) each request offers the tools and the reply's tool calls
+    come back in ``details["tool_calls"]`` (:attr:`sends_tools`).
     """
+
+    sends_tools = True
+    """Requests with ``tools`` are sent with them (native tool calls)."""
 
     def __init__(
         self,
@@ -241,9 +247,12 @@ class OpenAIPolicy:
             "temperature": s.temperature,
             "top_p": s.top_p,
             self._tokens_field: s.max_new_tokens,
-            "stop": [_STOP],
             "seed": request_seed(request.seed, request.turn),
         }
+        if request.tools is not None:  # native tool calls: the environment's functions, no text action to stop at
+            params["tools"] = [dict(t) for t in request.tools]
+        else:
+            params["stop"] = [_STOP]
         if self.config.logprobs:
             params["logprobs"] = True
         if s.top_k > 0:
@@ -473,15 +482,17 @@ def config_from_options(backend: BackendOptions, base: OpenAIConfig | None = Non
 
 
 def _tool_calls(message: Any) -> list[dict[str, str]]:
-    """The tool calls of a reply message as ``{name, arguments}`` (arguments as the server sent
-    them), so that a reply made of tool calls is recorded with its turn instead of dropped. arlkit's
-    prompts ask for text actions, and these are not executed."""
+    """The tool calls of a reply message as ``{id, name, arguments}`` (arguments as the server sent
+    them; ``call_K`` when the server gave no id). With native tool calls (``Request.tools``) they are
+    the reply's action; otherwise they are recorded with the turn, not executed."""
     out = []
-    for call in getattr(message, "tool_calls", None) or []:
+    for k, call in enumerate(getattr(message, "tool_calls", None) or []):
         function = getattr(call, "function", None)
         name, arguments = getattr(function, "name", None), getattr(function, "arguments", None)
         if isinstance(name, str):
-            out.append({"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)})
+            call_id = getattr(call, "id", None)
+            out.append({"id": call_id if isinstance(call_id, str) and call_id else f"call_{k}", "name": name,
+                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)})
     return out
 
 

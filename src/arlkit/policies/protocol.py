@@ -18,8 +18,10 @@ CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 """``Reply.finish_reason`` when the prompt plus ``max_new_tokens`` does not fit the policy's context
 window (vLLM's and the OpenAI API's name for it); the rollout engine ends the trajectory there."""
 
-Message = Mapping[str, str]
-"""One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``."""
+Message = Mapping[str, Any]
+"""One chat message: ``{"role": "system" | "user" | "assistant", "content": str}``; with native tool calls
+also an assistant message with ``tool_calls`` (OpenAI's format, ``content`` possibly ``None``) and
+``{"role": "tool", "tool_call_id": str, "content": str}``."""
 
 
 class PolicyError(RuntimeError):
@@ -39,6 +41,8 @@ class Request:
         env: the live environment, for scripted policies only (LLM backends must ignore it).
         remaining: turns left including this one when the budget is announced; ``None`` in hidden
             mode (the policy must not know the budget).
+        tools: native tool calls: the OpenAI ``tools`` entries to offer; the reply's tool calls go in
+            ``Reply.details["tool_calls"]`` (``{"id", "name", "arguments"}``). ``None``: actions are text.
     """
 
     messages: Sequence[Message]
@@ -46,6 +50,7 @@ class Request:
     turn: int
     env: Any = None
     remaining: int | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True)

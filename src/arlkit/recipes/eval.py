@@ -24,9 +24,10 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from arlkit.config import MOVED_KEYS, EnvSpec, config_to_dict, config_to_plain, flat_plain
+from arlkit.config import MOVED_KEYS, ConfigError, EnvSpec, config_to_dict, config_to_plain, flat_plain
 from arlkit.budgets import EVAL_BUDGETS, check_budget, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
+from arlkit.envs.capabilities import supports_function_calling
 from arlkit.envs.registry import make
 from arlkit.metrics.cost import cost_by_policy
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table
@@ -187,6 +188,19 @@ def _per_task(env: Env, tasks: Sequence[Task], available: bool, measure: str) ->
     return values
 
 
+def _check_native_tools(env: Any, specs: Sequence[str], policies: Sequence[Any] | None = None) -> None:
+    """Native tool calls need an environment with function tools and (once built) policies that send them."""
+    if not supports_function_calling(env):
+        raise ConfigError(f"--tool-calls native: environment {env.name!r} has no function tools; environments "
+                          "with them: bfcl (or use --tool-calls text)")
+    if policies is None:
+        return
+    unable = [spec for spec, policy in zip(specs, policies, strict=True) if not getattr(policy, "sends_tools", False)]
+    if unable:
+        raise ConfigError(f"--tool-calls native needs policies that send tools (openai:MODEL@URL); these do not: "
+                          f"{', '.join(unable)}")
+
+
 def run_eval(
     config: EvalConfig,
     out: str | Path,
@@ -206,8 +220,16 @@ def run_eval(
     probe = make(config.env.name, **config.env.args)
     budgets = resolve_budgets(config.budgets, probe.t_max)
     ks = list(config.ks) if config.ks else default_ks(config.samples)
+    native = config.prompt.tool_calls == "native"
+    if native:  # before any policy is built (a served one is contacted)
+        _check_native_tools(probe, config.policies)
     policies = [make_policy(spec, config.sampling, config.backend) for spec in config.policies]
+    if native:
+        _check_native_tools(probe, config.policies, policies)
     tasks = probe.tasks(config.split, config.tasks)
+    if native and tasks:  # the tools can be built (bfcl: its function-calling helpers are installed)
+        probe.reset(tasks[0], config.seed)
+        probe.function_tools()  # type: ignore[attr-defined]
     claim_run_dir(out, _run_identity(config))
 
     run_budgets = budgets if config.prompt.budget_mode == "announced" else [max(budgets)]

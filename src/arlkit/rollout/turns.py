@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arlkit.envs.capabilities import state_key_of
+from arlkit.envs.capabilities import MissingCapability, state_key_of, supports_function_calling
 from arlkit.envs.parsing import valid_utf8
 from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Reply, Request
 from arlkit.rollout.prompts import PromptConfig, turn_messages
 from arlkit.rollout.records import POLICY_ERROR, Prompt, Trajectory, TurnRecord
 
-__all__ = ["LiveTrajectory", "next_request", "record_reply", "start_trajectory"]
+__all__ = ["LiveTrajectory", "next_request", "record_reply", "require_prompt_support", "start_trajectory"]
 
 
 @dataclass
@@ -53,10 +53,26 @@ def start_trajectory(
     return LiveTrajectory(task, budget, policy_seed, env, trajectory, [first], prompt)
 
 
+def require_prompt_support(env: Env, prompt: PromptConfig) -> None:
+    """Raise :class:`MissingCapability` when ``env`` cannot be shown ``prompt`` (native tool calls need
+    the :class:`~arlkit.envs.capabilities.FunctionCalling` capability)."""
+    if prompt.tool_calls == "native" and not supports_function_calling(env):
+        raise MissingCapability(f"environment {env.name!r} has no function tools; native tool calls need them "
+                                "(use --tool-calls text)")
+
+
+def _tool_calls(turn: TurnRecord) -> list[dict[str, str]]:
+    return list((turn.details or {}).get("tool_calls") or [])
+
+
 def next_request(live: LiveTrajectory) -> Request:
-    """The request for the trajectory's next turn: the conversation so far, as its prompt renders it."""
+    """The request for the trajectory's next turn: the conversation so far, as its prompt renders it
+    (with native tool calls, the environment's function tools too)."""
     env, turn, prompt = live.env, len(live.trajectory.turns), live.prompt
-    text = env.prompt_text()
+    native = prompt.tool_calls == "native"
+    if native:
+        require_prompt_support(env, prompt)
+    text = env.function_prompt_text() if native else env.prompt_text()  # type: ignore[attr-defined]
     messages = turn_messages(
         env.name,
         text.instruction,
@@ -65,14 +81,27 @@ def next_request(live: LiveTrajectory) -> Request:
         observations=live.observations,
         replies=[t.reply for t in live.trajectory.turns],
         prompt=prompt,
+        calls=[_tool_calls(t) for t in live.trajectory.turns] if native else None,
     )
     remaining = live.budget - turn if prompt.budget_mode == "announced" else None
-    return Request(messages=messages, seed=live.policy_seed, turn=turn, env=env, remaining=remaining)
+    tools = tuple(env.function_tools()) if native else None  # type: ignore[attr-defined]
+    return Request(messages=messages, seed=live.policy_seed, turn=turn, env=env, remaining=remaining, tools=tools)
 
 
-def _apply(env: Env, text: str) -> tuple[ParsedAction, StepResult]:
-    """Parse and execute one reply; nothing the model wrote can raise out of here."""
-    parsed = env.parse_action(text)
+def _native_action(env: Env, calls: list[dict[str, str]]) -> ParsedAction:
+    """The action a reply's native tool calls stand for (never raises)."""
+    try:
+        return ParsedAction(env.function_calls_action(calls), strict_format=True)  # type: ignore[attr-defined]
+    except ValueError as exc:
+        return ParsedAction(None, error=str(exc) or "the tool calls stand for no action")
+    except Exception as exc:  # an environment bug must not sink the whole evaluation
+        return ParsedAction(None, error=f"the environment could not read the tool calls ({type(exc).__name__})")
+
+
+def _apply(env: Env, text: str, calls: list[dict[str, str]] | None = None) -> tuple[ParsedAction, StepResult]:
+    """Parse (or, with native tool calls, read the calls of) and execute one reply; nothing the model
+    wrote can raise out of here."""
+    parsed = env.parse_action(text) if calls is None else _native_action(env, calls)
     if parsed.action is None:
         return parsed, StepResult(
             f"Invalid action: {parsed.error}. Nothing happened.\n{env.render()}", 0.0, False, False, False
@@ -104,7 +133,10 @@ def record_reply(live: LiveTrajectory, request: Request, reply: Reply, keep_prom
     # (tokenizers and HTTP clients encode it): it is replaced once here and counted.
     text, replaced = valid_utf8(reply.text) if isinstance(reply.text, str) else (str(reply.text), 0)
     trajectory.replaced_code_points += replaced
-    parsed, result = _apply(live.env, text)
+    calls = None
+    if request.tools is not None:  # native tool calls: the reply's calls are its action
+        calls = [dict(c) for c in ((reply.details or {}).get("tool_calls") or [])]
+    parsed, result = _apply(live.env, text, calls)
     trajectory.turns.append(
         TurnRecord(
             reply=text,

@@ -36,16 +36,20 @@ __all__ = [
     "MULTI_TURN_CLASSES",
     "bfcl_module",
     "build_instances",
+    "call_strings",
     "execute",
     "format_result",
     "hazard",
     "is_long_context",
+    "openai_tools",
     "public_methods",
     "public_state",
 ]
 
 BFCL_PIN = "bfcl-eval==2026.3.23"
 INSTALL_HINT = f"pip install --no-deps {BFCL_PIN} mpmath (or `make install`)"
+# bfcl-eval's function-calling helpers (model_handler.utils) import its Java/JavaScript parsers, hence tree-sitter.
+FC_INSTALL_HINT = "pip install tree-sitter==0.21.3 tree-sitter-java==0.21.0 tree-sitter-javascript==0.21.4 tenacity"
 # The classes of BFCL's four multi-turn categories, and the module of each in bfcl_eval.
 MULTI_TURN_CLASSES = (
     "GorillaFileSystem",
@@ -69,6 +73,42 @@ def bfcl_module(name: str) -> Any:
         return importlib.import_module(f"bfcl_eval.{name}")
     except ImportError as exc:
         raise ConfigError(f"the bfcl environment needs bfcl-eval ({exc}); {INSTALL_HINT}") from None
+
+
+def openai_tools(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """BFCL's function docs as the ``tools`` BFCL's function-calling handlers send an OpenAI-style chat
+    server (bfcl-eval's ``convert_to_tool`` with its Gorilla-to-OpenAPI type mapping)."""
+    utils = _fc_utils()
+    types = bfcl_module("constants.type_mappings").GORILLA_TO_OPENAPI
+    style = bfcl_module("constants.enums").ModelStyle.OPENAI_COMPLETIONS
+    return list(utils.convert_to_tool(docs, types, style))
+
+
+def call_strings(calls: list[Mapping[str, str]]) -> list[str]:
+    """The call strings of native tool calls (``{"name", "arguments"}``, the arguments JSON), as BFCL's
+    function-calling handlers decode them for execution (bfcl-eval's ``convert_to_function_call``); they
+    are parsed as literals afterwards, never evaluated. ``ValueError`` when an argument list is not a
+    JSON object."""
+    utils = _fc_utils()
+    out = []
+    for call in calls:
+        arguments = call.get("arguments") or "{}"
+        try:
+            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the arguments of {call.get('name')!r} are not JSON ({exc.msg})") from None
+        if not isinstance(parsed, dict):
+            raise ValueError(f"the arguments of {call.get('name')!r} are not a JSON object")
+        out.extend(utils.convert_to_function_call([{str(call.get("name")): parsed}]))
+    return out
+
+
+def _fc_utils() -> Any:
+    try:
+        return importlib.import_module("bfcl_eval.model_handler.utils")
+    except ImportError as exc:
+        raise ConfigError(f"native tool calls on bfcl need bfcl-eval's function-calling helpers ({exc}); "
+                          f"{FC_INSTALL_HINT}") from None
 
 
 def is_long_context(entry_id: str) -> bool:

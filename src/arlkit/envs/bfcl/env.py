@@ -23,6 +23,12 @@ Episode semantics:
 
 The oracle replays the ground truth; from a state the model left, it finds the shortest
 ground-truth suffix that still passes the turn (or reports none).
+
+Native tool calls (``--tool-calls native``, the :class:`~arlkit.envs.capabilities.FunctionCalling`
+capability) run the entry as BFCL runs its function-calling models: the functions offered at the
+current turn go to the server as tools (bfcl-eval's own conversion), a reply's tool calls are decoded
+into call strings as BFCL decodes them, and a reply that calls nothing ends the current user turn
+(BFCL's rule; ``finish_turn()`` in text mode).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from arlkit.envs.bfcl.backend import build_instances, execute, public_methods, public_state
+from arlkit.envs.bfcl.backend import build_instances, call_strings, execute, openai_tools, public_methods, public_state
 from arlkit.envs.bfcl.calls import Call, CallSyntaxError, format_call, parse_calls
 from arlkit.envs.bfcl.checks import check_turn
 from arlkit.envs.bfcl.data import BfclEntry, category_files, function_docs, load_entries
@@ -290,6 +296,31 @@ class BfclEnv:
             f"or <action>{FINISH}()</action>."
         )
         return PromptText(instruction, action_format)
+
+    # -- native tool calls ------------------------------------------------------------------------
+    def function_tools(self) -> list[dict[str, Any]]:
+        """The functions the model may call at the current turn, as BFCL's handlers offer them as tools."""
+        assert self._entry is not None
+        visible = set(self._entry.visible(self._state.turn))
+        return openai_tools([d for c in self._entry.classes for d in function_docs(c) if d["name"] in visible])
+
+    def function_prompt_text(self) -> PromptText:
+        """The instruction and action format when the functions are called natively (no docs: they are the tools)."""
+        limit = self.config.max_calls_per_action
+        per_reply = "one function per reply" if limit == 1 else f"up to {limit} functions per reply"
+        instruction = (
+            "You serve a user's requests by calling the functions you are given; the requests arrive one at a time. "
+            f"Call {per_reply} and you then see what it returned. When the current request is handled, reply with a "
+            "message and call no function: that ends the request. If no function can serve a request, or a required "
+            "value is missing, reply without calling a function."
+        )
+        return PromptText(instruction, f"Call the functions as tools ({per_reply}); a reply that calls no function "
+                                       "ends the current request.")
+
+    def function_calls_action(self, calls: Any) -> str:
+        """The action of a reply's tool calls: their call strings (BFCL's decoding), or ``finish_turn()`` for none."""
+        strings = call_strings(list(calls))
+        return "\n".join(strings) if strings else f"{FINISH}()"
 
     def call_failed(self, valid: bool, observation: str) -> bool:
         """A step failed when it was invalid or a call's result is an error (BFCL's text or an error object)."""
