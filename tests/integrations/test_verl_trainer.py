@@ -168,26 +168,39 @@ def _trainer(estimator: str) -> ArlkitTrainer:
     return trainer
 
 
+@pytest.mark.parametrize("name", ["arlkit_gigpo", "arlkit_empg"])
 def test_the_trainer_mode_runs_verls_advantage_step_with_arlkits_estimator(
-        played: dict[str, Any], tokenizer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        name: str, played: dict[str, Any], tokenizer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     keys, outputs = played["keys"], played["outputs"]
     fields = _worker_fields(played, tokenizer, monkeypatch)
     assert [f["extra_fields"]["reward_extra_info"]["score"] for f in fields] == [o.reward_score for o in outputs]
+    generator = torch.Generator().manual_seed(5)
+    for field in fields:  # what verl's old-log-prob step adds: the rollout policy's token entropies
+        field["entropy"] = torch.rand(len(field["response_mask"]), generator=generator)
     queue = _Queue(fields)
     monkeypatch.setattr(trainer_base, "tq", queue)
     original = trainer_base.compute_advantage_for_multi_trajectories
     metrics: dict[str, Any] = {}
-    _trainer("arlkit_gigpo")._compute_advantage(_meta(keys), metrics)
+    _trainer(name)._compute_advantage(_meta(keys), metrics)
     assert trainer_base.compute_advantage_for_multi_trajectories is original  # swapped back
     mask, rewards = _verl_tensors(outputs)
-    expected = step_advantages("arlkit_gigpo", keys, [o.extra_fields for o in outputs], mask, rewards).advantages
+    entropy = pad_rows([f["entropy"] for f in fields], mask.shape[1]) if name == "arlkit_empg" else None
+    expected = step_advantages(name, keys, [o.extra_fields for o in outputs], mask, rewards, entropy=entropy,
+                               algo_config=OmegaConf.create({"norm_adv_by_std_in_grpo": True})).advantages
     written = queue.written["advantages"].to_padded_tensor(padding=0.0)
     torch.testing.assert_close(written, expected.to(written.dtype), atol=1e-6, rtol=1e-6)
-    assert "arlkit/adv/step_adv_rows_frac" in metrics
-    # another estimator is verl's own path, untouched: its group-relative advantage over the step rows
-    queue = _Queue(fields)
+    assert any(key.startswith("arlkit/adv/") for key in metrics)
+
+
+def test_other_estimators_run_verls_own_path(played: dict[str, Any], tokenizer: Any,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the arlkit trainer mode another estimator is verl's path, untouched: here arlkit_grpo, the
+    group-relative advantage over the step rows (every row with its trajectory's score)."""
+    keys, outputs = played["keys"], played["outputs"]
+    queue = _Queue(_worker_fields(played, tokenizer, monkeypatch))
     monkeypatch.setattr(trainer_base, "tq", queue)
     _trainer("arlkit_grpo")._compute_advantage(_meta(keys), {})
+    mask, rewards = _verl_tensors(outputs)
     grpo = compute_advantage("grpo", AdvantageInputs(response_mask=mask, token_level_rewards=rewards,
                                                       index=[k.rsplit("_", 2)[0] for k in keys])).advantages
     torch.testing.assert_close(queue.written["advantages"].to_padded_tensor(padding=0.0), grpo, atol=1e-6, rtol=1e-6)
