@@ -13,23 +13,34 @@ VERL_PIN ?= verl==0.9.1 tensordict==0.10.0 TransferQueue==0.1.11
 # bfcl-eval the light way (docs/benchmarks.md): its multi-turn classes and checker need only mpmath; its
 # function-calling helpers (native tool calls) tree-sitter's parsers and tenacity, at bfcl-eval's pins.
 BFCL_PIN ?= bfcl-eval==2026.3.23 tree-sitter==0.21.3 tree-sitter-java==0.21.0 tree-sitter-javascript==0.21.4 tenacity
+# ALFWorld (`--env alfworld`, the `alfworld` extra) needs two packages that come only as sdists: its planner
+# fast-downward-textworld (cmake + g++, 1.5-3 minutes) and jericho. Their wheels are built once into
+# $(WHEELS) and installed from there afterwards.
+WHEELS ?= .cache/wheels
+ALFWORLD_SDISTS ?= fast-downward-textworld==20.6.4 jericho==3.3.1
 
-.PHONY: install demo test test-stress bench clean
+.PHONY: install install-extras demo test test-stress bench clean
 
 $(STAMP): pyproject.toml Makefile
 	./scripts/install-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,export,wandb,math,serve]" mpmath
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,export,wandb,math,serve,webshop]" mpmath
 	$(BIN)/python -m pip install --quiet --no-deps $(BFCL_PIN)
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# The heavy extras the tests also need (`make install-extras`; `make test` does it): verl and ALFWorld.
 $(VERL_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps $(VERL_PIN)
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,export,wandb,math,serve,verl]"
+	ls $(WHEELS)/fast_downward_textworld-20.6.4-*.whl $(WHEELS)/jericho-3.3.1-*.whl >/dev/null 2>&1 \
+		|| $(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(WHEELS) $(ALFWORLD_SDISTS)
+	$(BIN)/python -m pip install --quiet --find-links $(WHEELS) "$(TORCH_PIN)" \
+		-e ".[test,lora,humaneval,export,wandb,math,serve,webshop,alfworld,verl]" $(ALFWORLD_SDISTS)
 	touch $(VERL_STAMP)
+
+install-extras: $(VERL_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/arlkit demo --out runs/demo

@@ -3,13 +3,14 @@
 #   bubblewrap - the sandbox's strongest isolation level (it falls back to `unshare` without it)
 #   chromium   - renders `arlkit report`'s HTML in the report test
 #   make, gcc, patch, bc, git - tools the shipped terminal tasks' solutions and checkers use
+#   cmake, g++ - build ALFWorld's planner (fast-downward-textworld) from its sdist
 # Needs root and apt-get; elsewhere it only says what is missing (the affected tests then say why
 # they skip).
 set -u
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-for tool in make gcc patch bc git; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+for tool in make gcc g++ cmake patch bc git; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing system packages: ${missing[*]}"

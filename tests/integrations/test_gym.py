@@ -22,7 +22,7 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 
 NAMESPACED = any(available_levels()[lv] is None for lv in ("unshare", "bwrap"))
 SKIP = {"gymnasium"}  # the adapter the other way
-OPTIONAL = {"bfcl": "bfcl_eval", "math-tir": "reasoning_gym"}
+OPTIONAL = {"bfcl": "bfcl_eval", "math-tir": "reasoning_gym", "webshop": "bm25s", "alfworld": "alfworld"}
 
 
 def _wrappable(name: str) -> bool:

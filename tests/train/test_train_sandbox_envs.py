@@ -1,6 +1,6 @@
-"""`arlkit train` runs on the sandboxed environments (terminal, math-tir): one RL step of the nano
-model updates the weights and logs a step. (The untrained nano model's replies rarely parse, so this
-checks the trainer's path through these environments; their sandboxed steps are tested in tests/envs.)"""
+"""`arlkit train` runs on the sandboxed environments (terminal, math-tir), on webshop and alfworld: one RL step of the
+nano model updates the weights and logs a step. (The untrained nano model's replies rarely parse, so this
+checks the trainer's path through these environments; their steps are tested in tests/envs.)"""
 
 from __future__ import annotations
 
@@ -16,16 +16,22 @@ from arlkit.recipes import train
 from arlkit.sandbox import available_levels
 from arlkit.train import TrainConfig, read_metrics
 
-pytestmark = pytest.mark.skipif(
+SANDBOXED = pytest.mark.skipif(
     all(available_levels()[lv] is not None for lv in ("unshare", "bwrap")),
     reason="these environments need a namespaced sandbox level (bwrap, or unshare as root)",
 )
+EXTRAS = {"math-tir": ("reasoning_gym",), "webshop": ("bm25s", "rapidfuzz", "snowballstemmer"), "alfworld": ("alfworld",)}
 
 
-@pytest.mark.parametrize(("env", "args"), [("terminal", {"t_max": 3}), ("math-tir", {"t_max": 3, "task_set": "shipped"})])
-def test_one_rl_step_on_a_sandboxed_env(env: str, args: dict[str, Any], nano_dir: Path, tmp_path: Path) -> None:
-    if env == "math-tir":
-        pytest.importorskip("reasoning_gym")
+@pytest.mark.parametrize(("env", "args"), [
+    pytest.param("terminal", {"t_max": 3}, marks=SANDBOXED),
+    pytest.param("math-tir", {"t_max": 3, "task_set": "shipped"}, marks=SANDBOXED),
+    ("webshop", {"t_max": 3}),
+    ("alfworld", {"t_max": 2}),
+])  # fmt: skip
+def test_one_rl_step(env: str, args: dict[str, Any], nano_dir: Path, tmp_path: Path) -> None:
+    for module in EXTRAS.get(env, ()):
+        pytest.importorskip(module)
     config = load_config(TrainConfig, None, {
         "model": str(nano_dir), "env": {"name": env, "args": args}, "train_tasks": 2, "steps": 1,
         "tasks_per_step": 2, "group_size": 2, "sampling": {"max_new_tokens": 12}, "validation": {"every": 0},
