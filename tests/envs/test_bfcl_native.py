@@ -97,7 +97,7 @@ def _check_conversation(body: dict[str, Any]) -> None:
             assert [(m["role"], m["tool_call_id"]) for m in answers] == [("tool", c) for c in ids]
 
 
-def test_arlkit_eval_plays_bfcl_with_native_tool_calls(tmp_path: Path) -> None:
+def test_arlkit_eval_plays_bfcl_with_native_tool_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     env, entries = _entries(TASKS)
     scripts = _ground_truth_script(env, entries)
     seen: list[dict[str, Any]] = []
@@ -123,6 +123,12 @@ def test_arlkit_eval_plays_bfcl_with_native_tool_calls(tmp_path: Path) -> None:
         assert [turn.action for turn in turns if (turn.details or {}).get("tool_calls") is None][-1] == f"{FINISH}()"
     assert len(seen) == sum(len(s) for s in scripts.values())
     assert "+native-tools" in (out / "run.json").read_text()
+    # analyses that rebuild prompts refuse the run (they would replay it with text-mode prompts); flows read it
+    capsys.readouterr()
+    assert main(["analyze", "steps", "--base", "oracle", "--rl", "oracle", "--runs", str(out), "--out",
+                 str(tmp_path / "steps")]) == 2
+    assert "called tools natively" in capsys.readouterr().err
+    assert main(["analyze", "flows", "--runs", str(out), "--out", str(tmp_path / "flows")]) == 0
 
 
 def test_an_unreadable_tool_call_is_an_invalid_action_and_the_episode_goes_on(tmp_path: Path) -> None:

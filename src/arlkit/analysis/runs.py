@@ -26,6 +26,7 @@ __all__ = [
     "RunData",
     "check_compatible",
     "load_run",
+    "refuse_native_tool_calls",
     "paired_runs",
     "pick_policy",
     "resolve_tasks",
@@ -126,6 +127,15 @@ def load_run(path: str | Path) -> RunData:
         counters=str(config.get("counters") or "system"),
         profile=str(config.get("profile") or "rt"),
     )
+
+
+def refuse_native_tool_calls(runs: Sequence[RunData]) -> None:
+    """Refuse runs whose policies called tools natively (``--tool-calls native``): the analyses that
+    rebuild prompts rebuild text-mode ones and would replay such a run with prompts it never saw."""
+    for run in runs:
+        if run.config.get("tool_calls") == "native":
+            raise AnalysisInputError(f"{run.path}: its policies called tools natively (--tool-calls native); this "
+                                     "analysis rebuilds text-mode prompts and cannot replay it")
 
 
 def check_compatible(runs: Sequence[RunData], *, same_budgets: bool = True) -> None:
@@ -277,6 +287,7 @@ def paired_runs(
         raise AnalysisInputError("give one run holding both policies, or two runs: the base run then the RL run")
     runs = [load_run(p) for p in run_dirs]
     check_compatible(runs, same_budgets=False)
+    refuse_native_tool_calls(runs)
     base_run, rl_run = runs[0], runs[-1]
     if len(runs) == 1:
         labels = base_run.policies()

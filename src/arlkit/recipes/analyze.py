@@ -26,7 +26,9 @@ from arlkit.analysis.flows import LoopSummary, action_flows, loop_stats, summari
 from arlkit.analysis.likelihood import LikelihoodConfig, LikelihoodResult, likelihood_analysis
 from arlkit.report.outputs import write_json, write_text
 from arlkit.analysis.process import JudgeAgreement, LLMJudge, judge_agreement
-from arlkit.analysis.runs import AnalysisInputError, PairedRuns, check_compatible, load_run, paired_runs, resolve_tasks
+from arlkit.analysis.runs import (
+    AnalysisInputError, PairedRuns, check_compatible, load_run, paired_runs, refuse_native_tool_calls, resolve_tasks,
+)
 from arlkit.analysis.sampling import sample_actions
 from arlkit.analysis.states import equal_pool
 from arlkit.analysis.steps import StepsConfig, StepsResult, matched_states
@@ -259,6 +261,7 @@ def analyze_judge(
     judge_policy, judge_name = _policy(judge, sampling)
     runs = [load_run(p) for p in run_dirs]
     check_compatible(runs, same_budgets=False)
+    refuse_native_tool_calls(runs)
     groups, tasks = [], {}
     for run in runs:
         tasks.update(resolve_tasks(run))
