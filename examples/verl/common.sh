@@ -45,7 +45,7 @@ GIGPO_STEP_ROWS=(algorithm.adv_estimator=arlkit_gigpo trainer.use_v1=true traine
 # verl's PPO trainer with the overrides every arlkit launch shares, then the launcher's, then the caller's
 arlkit_train() {
   local loops
-  loops=$("$PYTHON" -c "from importlib.resources import files; print(files('arlkit.integrations') / 'verl_agent_loops.yaml')")
+  loops=$("$PYTHON" -c "from arlkit.integrations.verl_data import AGENT_LOOP_CONFIG; print(AGENT_LOOP_CONFIG)")
   local common=(
     "data.train_files=$DATA_DIR/train.parquet" "data.val_files=$DATA_DIR/val.parquet"
     "data.train_batch_size=$BATCH" "data.max_prompt_length=${PROMPT_LEN:-4096}" "data.max_response_length=${RESPONSE_LEN:-1024}"

@@ -82,10 +82,9 @@ def _data(args: argparse.Namespace) -> int:
 
 def launch_overrides(layout: str) -> list[str]:
     """The Hydra overrides a verl launch needs for rows of ``layout`` (printed after ``verl data``)."""
-    from importlib.resources import files
+    from arlkit.integrations.verl_data import AGENT_LOOP_CONFIG
 
-    config = files("arlkit.integrations").joinpath("verl_agent_loops.yaml")
-    lines = [f"actor_rollout_ref.rollout.agent.agent_loop_config_path={config}"]
+    lines = [f"actor_rollout_ref.rollout.agent.agent_loop_config_path={AGENT_LOOP_CONFIG}"]
     if layout == "step":
         lines.append("trainer.use_v1=true trainer.v1.trainer_mode=arlkit   # one row per step; GiGPO, EMPG need it")
     return lines

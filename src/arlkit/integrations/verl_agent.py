@@ -50,7 +50,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,7 +57,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 
 from arlkit.envs import make
 from arlkit.envs.capabilities import steps_block
-from arlkit.integrations.verl_data import AGENT_NAME, RowEpisode, row_episode, task_pool
+from arlkit.integrations.verl_data import AGENT_LOOP_CONFIG, AGENT_NAME, RowEpisode, row_episode, task_pool
 from arlkit.integrations.verl_steps import EXTRA_KEY, OutputInfo, TurnInfo
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Reply, Request
 from arlkit.rollout.turns import LiveTrajectory, next_request, record_reply, start_trajectory
@@ -66,8 +65,6 @@ from arlkit.train.batch import score_trajectory
 
 __all__ = ["AGENT_LOOP_CONFIG", "TRAJECTORIES_ENV", "ArlkitAgentLoop"]
 
-AGENT_LOOP_CONFIG = Path(str(files("arlkit.integrations").joinpath("verl_agent_loops.yaml")))
-"""The YAML for ``actor_rollout_ref.rollout.agent.agent_loop_config_path``."""
 TRAJECTORIES_ENV = "ARLKIT_VERL_TRAJECTORIES"
 """Environment variable: a directory where every worker process appends its finished trajectories."""
 T = TypeVar("T")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,13 @@ from arlkit.rollout.seeds import derive_seed
 from arlkit.rollout.turns import next_request, start_trajectory
 from arlkit.train.budgetmix import AuditCheck, AuditReport, budget_checks, sample_group_budgets
 
-__all__ = ["AGENT_NAME", "RowEpisode", "audit_data", "build_rows", "check_layout", "read_rows", "row_episode",
-           "task_pool", "write_rows"]
+__all__ = ["AGENT_LOOP_CONFIG", "AGENT_NAME", "RowEpisode", "audit_data", "build_rows", "check_layout", "read_rows",
+           "row_episode", "task_pool", "write_rows"]
 
 AGENT_NAME = "arlkit_agent"
 """The agent loop the rows ask for (``agent_name``)."""
+AGENT_LOOP_CONFIG = Path(str(files("arlkit.integrations").joinpath("verl_agent_loops.yaml")))
+"""The YAML naming that loop, for verl's ``actor_rollout_ref.rollout.agent.agent_loop_config_path``."""
 
 
 @dataclass(frozen=True)

@@ -188,13 +188,15 @@ def _per_task(env: Env, tasks: Sequence[Task], available: bool, measure: str) ->
     return values
 
 
-def _check_native_tools(env: Any, specs: Sequence[str], policies: Sequence[Any] | None = None) -> None:
-    """Native tool calls need an environment with function tools and (once built) policies that send them."""
+def _check_native_env(env: Any) -> None:
+    """Native tool calls need an environment with function tools (checked before any policy is built)."""
     if not supports_function_calling(env):
         raise ConfigError(f"--tool-calls native: environment {env.name!r} has no function tools; environments "
                           "with them: bfcl (or use --tool-calls text)")
-    if policies is None:
-        return
+
+
+def _check_native_policies(specs: Sequence[str], policies: Sequence[Any]) -> None:
+    """Native tool calls need policies that send the tools (``sends_tools``: the openai backend)."""
     unable = [spec for spec, policy in zip(specs, policies, strict=True) if not getattr(policy, "sends_tools", False)]
     if unable:
         raise ConfigError(f"--tool-calls native needs policies that send tools (openai:MODEL@URL); these do not: "
@@ -222,10 +224,10 @@ def run_eval(
     ks = list(config.ks) if config.ks else default_ks(config.samples)
     native = config.prompt.tool_calls == "native"
     if native:  # before any policy is built (a served one is contacted)
-        _check_native_tools(probe, config.policies)
+        _check_native_env(probe)
     policies = [make_policy(spec, config.sampling, config.backend) for spec in config.policies]
     if native:
-        _check_native_tools(probe, config.policies, policies)
+        _check_native_policies(config.policies, policies)
     tasks = probe.tasks(config.split, config.tasks)
     if native and tasks:  # the tools can be built (bfcl: its function-calling helpers are installed)
         probe.reset(tasks[0], config.seed)

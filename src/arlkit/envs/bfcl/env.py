@@ -273,12 +273,15 @@ class BfclEnv:
             return "The episode is over."
         return f"{self._turn_text()}\n(Calls made in this turn so far: {len(ep.calls)}.)"
 
+    def _visible_docs(self, turn: int) -> list[dict[str, Any]]:
+        """BFCL's docs of the functions the model may call at ``turn`` (docs order)."""
+        assert self._entry is not None
+        visible = set(self._entry.visible(turn))
+        return [d for c in self._entry.classes for d in function_docs(c) if d["name"] in visible]
+
     def prompt_text(self) -> PromptText:
         """The instruction (rules and the function docs) and the action format of the prompt."""
-        docs: list[dict[str, Any]] = []
-        if self._entry is not None:
-            visible = set(self._entry.visible(0))
-            docs = [d for c in self._entry.classes for d in function_docs(c) if d["name"] in visible]
+        docs = self._visible_docs(0) if self._entry is not None else []
         limit = self.config.max_calls_per_action
         per_action = "one call per action" if limit == 1 else f"up to {limit} calls per action, one per line"
         instruction = (
@@ -300,9 +303,7 @@ class BfclEnv:
     # -- native tool calls ------------------------------------------------------------------------
     def function_tools(self) -> list[dict[str, Any]]:
         """The functions the model may call at the current turn, as BFCL's handlers offer them as tools."""
-        assert self._entry is not None
-        visible = set(self._entry.visible(self._state.turn))
-        return openai_tools([d for c in self._entry.classes for d in function_docs(c) if d["name"] in visible])
+        return openai_tools(self._visible_docs(self._state.turn))
 
     def function_prompt_text(self) -> PromptText:
         """The instruction and action format when the functions are called natively (no docs: they are the tools)."""
