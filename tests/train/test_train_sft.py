@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arlkit.config import EnvSpec
+from arlkit.config import ConfigError, EnvSpec
 from arlkit.envs import make
 from arlkit.policies import SamplingConfig
 from arlkit.policies.hf import HFPolicy
@@ -113,7 +113,6 @@ def test_trajectory_rows_hold_the_executed_replies_and_target_only_the_optimal_o
 def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import pytest
 
-    from arlkit.config import ConfigError
     from arlkit.recipes import run_sft
     from arlkit.recipes import sft as sft_module
 
@@ -122,7 +121,9 @@ def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Pa
                        optim=OptimConfig(lr=3e-3, warmup_steps=2), checkpoint_every=2)
     reference = run_sft(config, tmp_path / "reference", progress=False)
     # the default rt profile is left out of the identity, as run folders recorded before profiles hold it
-    assert "profile" not in json.loads((tmp_path / "reference" / "run.json").read_text())["config"]["prompt"]
+    recorded = json.loads((tmp_path / "reference" / "run.json").read_text())["config"]
+    assert "profile" not in recorded["prompt"]
+    assert "label_noise" not in recorded  # likewise label_noise 0, which came later
 
     real_score_rows, calls = sft_module.score_rows, [0]
 
@@ -217,3 +218,42 @@ def test_label_horizon_t_max_labels_what_the_oracle_planning_for_t_max_would_do(
             assert t.turns[k].prompt.messages[-1]["content"].startswith(f"turns remaining: {8 - k:02d} of 08\n")
             differ += optimal[k] != optimal_aware[k]
     assert differ > 0
+
+
+def test_label_noise_replaces_that_share_of_labels_and_leaves_the_states_alone() -> None:
+    """``label_noise`` swaps a label for a uniformly random action with that probability: the states
+    (the expert's trajectories) stay the same, and the share of non-optimal labels matches
+    ``eps * (1 - |optimal| / 4)`` averaged over the steps."""
+    import re
+
+    args = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitive"}
+    common = dict(env=EnvSpec("frozenlake", args), expert="noisy-oracle:0.3", tasks=40, samples=2,
+                  label_horizon="t_max", prompt=PromptConfig(history=0, profile="compact"))
+    clean = collect_demonstrations(SFTConfig(**common))
+    noisy = collect_demonstrations(SFTConfig(label_noise=0.5, **common))
+    assert [[turn.reply for turn in t.turns] for t in clean.trajectories] == [
+        [turn.reply for turn in t.turns] for t in noisy.trajectories]
+    assert clean.optimal == noisy.optimal
+
+    def action(reply: str) -> str:
+        match = re.fullmatch(r"<think></think><action>(\w+)</action>", reply)
+        assert match is not None, reply
+        return match.group(1).lower()
+
+    steps = [(action(c), action(n), best) for cs, ns, bests in zip(clean.targets, noisy.targets, noisy.optimal,
+                                                                    strict=True)
+             for c, n, best in zip(cs, ns, bests, strict=True)]  # fmt: skip
+    assert len(steps) > 300
+    assert all(c in best for c, _, best in steps)
+    wrong = sum(n not in best for _, n, best in steps) / len(steps)
+    expected = sum(0.5 * (1 - len(best) / 4) for _, _, best in steps) / len(steps)
+    assert abs(wrong - expected) < 0.06, (wrong, expected)
+    assert {n for _, n, _ in steps} == {"left", "down", "right", "up"}
+
+
+def test_label_noise_needs_relabelled_labels() -> None:
+    with pytest.raises(ConfigError, match="label_noise"):
+        collect_demonstrations(SFTConfig(env=EnvSpec("frozenlake", {"size": 4}), relabel=False, label_noise=0.1,
+                                         tasks=2, samples=1))
+    with pytest.raises(ValueError, match="label_noise"):
+        SFTConfig(label_noise=1.5)

@@ -296,9 +296,10 @@ def write_summary(out: Path, plan: DemoPlan, tables: DemoTables, findings: Seque
 
 
 def _label_horizon(plan: DemoPlan) -> str:
-    if plan.sft.get("label_horizon") == "t_max":
-        return "T_max at every step (a budget-unaware expert)"
-    return "the announced remaining budget"
+    horizon = ("T_max at every step (a budget-unaware expert)" if plan.sft.get("label_horizon") == "t_max"
+               else "the announced remaining budget")
+    noise = float(plan.sft.get("label_noise", 0.0))
+    return horizon + (f", {noise:g} of the labels replaced by a random action" if noise > 0 else "")
 
 
 def _prompt_sentence(prompt: Any) -> str:

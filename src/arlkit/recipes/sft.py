@@ -32,7 +32,7 @@ import torch
 from arlkit.analysis.states import replay
 from arlkit.config import ConfigError, config_to_plain, identity_prompt
 from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
-from arlkit.envs import Oracle, Task, make
+from arlkit.envs import ActionSpace, Oracle, Task, make
 from arlkit.policies import Message, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon
 from arlkit.rollout import prompt_version, derive_seed, make_jobs, run_rollouts
@@ -89,7 +89,13 @@ def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Seque
             best = list(env.optimal_actions(horizon))
             best_sets.append({a.lower() for a in best})
             rng = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 7])
-            labels.append(format_reply(config.think, best[int(rng.integers(len(best)))]))
+            action = best[int(rng.integers(len(best)))]
+            if config.label_noise > 0:
+                noise = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 8])
+                if noise.random() < config.label_noise:
+                    actions = list(env.admissible_actions())
+                    action = actions[int(noise.integers(len(actions)))]
+            labels.append(format_reply(config.think, action))
         targets.append(labels)
         optimal.append(best_sets)
     return targets, optimal
@@ -100,6 +106,8 @@ def collect_demonstrations(config: SFTConfig) -> Demonstrations:
     env = make(config.env.name, **config.env.args)
     if config.relabel and not isinstance(env, Oracle):
         raise ConfigError(f"relabel: the environment {env.name!r} has no oracle; set relabel: false")
+    if config.label_noise > 0 and not (config.relabel and isinstance(env, ActionSpace)):
+        raise ConfigError("label_noise needs relabel: true and an environment with a finite action set")
     budgets = resolve_budget(config.budget, int(env.t_max), TRAIN_BUDGETS)
     tasks = env.tasks("train", config.tasks)
     rng = np.random.default_rng([config.seed, 1729])
@@ -208,6 +216,8 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     check_sft_config(config)
     plain = config_to_plain(config)
     plain["prompt"] = identity_prompt(plain["prompt"])
+    if plain["label_noise"] == 0:  # the form recorded before label_noise existed: those runs still resume
+        del plain["label_noise"]
     identity = {"config": plain, "prompt_version": prompt_version(config.prompt)}
     claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every", "config.wandb"), allowed=("base_model",))
     if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():

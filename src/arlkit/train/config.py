@@ -246,6 +246,11 @@ class SFTConfig:
     prompt states (a budget-aware expert); ``t_max``, the family's full budget at every step whatever the
     prompt says (a budget-unaware expert: what cloning an agent trained without budgets gives, and the
     starting point at which budget-aware RL such as BudgetMix has something to add; RT §5.2)."""
+    label_noise: float = 0.0
+    """With ``relabel``, the share of labels replaced by a uniformly random admissible action (drawn per
+    trajectory seed and turn, apart from the oracle's tie-breaking): the cloned expert is then the
+    epsilon-greedy version of the labelling oracle, whose mistakes are noise that RL can sharpen away
+    rather than systematic (``docs/training.md``, "The demo's recipe")."""
     keep: Literal["all", "success"] = "all"
     """Which demonstrations to keep: all, or only successful trajectories (ARLArena's self-bootstrapped
     recipe with a model as the expert)."""
@@ -294,6 +299,7 @@ class SFTConfig:
         for name in ("tasks", "samples", "steps", "batch_rows", "max_tokens", "checkpoint_every"):
             check_number(name, getattr(self, name), ge=1)
         check_number("seed", self.seed, ge=0)
+        check_number("label_noise", self.label_noise, ge=0, le=1)
         _check_sections(self)
         if not isinstance(self.optim, OptimConfig):
             raise ValueError(f"optim: expected an OptimConfig, got {self.optim!r}")
