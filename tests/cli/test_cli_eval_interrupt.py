@@ -32,6 +32,13 @@ def _command(url: str, out: Path) -> list[str]:
             "--bootstrap", "100", "--max-concurrency", "8", "--out", str(out)]
 
 
+def _default_sigint() -> None:
+    """In the child before it starts: SIGINT's default disposition, as a terminal's Ctrl-C finds it.
+    A shell without job control starts background commands (``make test &``) with SIGINT ignored,
+    children inherit that, and an ignored SIGINT would leave nothing to test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
@@ -49,7 +56,7 @@ def test_a_stopped_eval_resumes_to_the_uninterrupted_result(tmp_path: Path, how:
         subprocess.run(_command(server.base_url, clean), check=True, capture_output=True, env=env, timeout=DEADLINE_S * 3)
         stopped = tmp_path / "stopped"
         proc = subprocess.Popen(_command(server.base_url, stopped), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env=env)
+                                env=env, preexec_fn=_default_sigint)
         watchdog = threading.Timer(DEADLINE_S, proc.kill)  # the generous deadline: a hung run fails the test
         watchdog.start()
         try:
