@@ -17,7 +17,7 @@ from arlkit.envs.capabilities import ActionSpace, Oracle
 from arlkit.policies.protocol import PolicyError, Reply, Request
 from arlkit.policies.registry import BackendOptions, SamplingConfig, register_policy
 
-__all__ = ["NoisyOraclePolicy", "RandomPolicy", "format_reply", "oracle_horizon"]
+__all__ = ["NoisyOraclePolicy", "RandomPolicy", "format_reply", "oracle_horizon", "random_action"]
 
 
 def format_reply(reasoning: str, action: str) -> str:
@@ -37,7 +37,8 @@ def oracle_horizon(request: Request) -> int:
     return max(1, int(request.env.t_max) - request.turn)
 
 
-def _random_action(request: Request, rng: np.random.Generator) -> str:
+def random_action(request: Request, rng: np.random.Generator) -> str:
+    """A uniformly random admissible action of ``request``'s environment, drawn from ``rng``."""
     env = request.env
     if not isinstance(env, ActionSpace):
         raise PolicyError(f"the random policy needs an environment with a finite action set; {env.name!r} has none")
@@ -61,7 +62,7 @@ class RandomPolicy:
     context_length: None = None  # unlimited: no tokens
 
     def generate(self, requests: Sequence[Request]) -> list[Reply]:
-        return [Reply(format_reply("random move", _random_action(r, _rng(r)))) for r in requests]
+        return [Reply(format_reply("random move", random_action(r, _rng(r)))) for r in requests]
 
 
 @dataclass
@@ -77,7 +78,7 @@ class NoisyOraclePolicy:
         for request in requests:
             rng = _rng(request)
             if self.eps > 0 and rng.random() < self.eps:
-                replies.append(Reply(format_reply("exploring", _random_action(request, rng))))
+                replies.append(Reply(format_reply("exploring", random_action(request, rng))))
             else:
                 replies.append(Reply(format_reply("optimal move", _oracle_action(request, rng))))
         return replies

@@ -34,7 +34,7 @@ from arlkit.config import ConfigError, config_to_plain, identity_prompt
 from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
 from arlkit.envs import ActionSpace, Oracle, Task, make
 from arlkit.policies import Message, Request, make_policy
-from arlkit.policies.scripted import format_reply, oracle_horizon
+from arlkit.policies.scripted import format_reply, oracle_horizon, random_action
 from arlkit.rollout import prompt_version, derive_seed, make_jobs, run_rollouts
 from arlkit.rollout.records import Trajectory, TurnRecord
 from arlkit.rundir import atomic_write_text, claim_run_dir
@@ -93,8 +93,7 @@ def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Seque
             if config.label_noise > 0:
                 noise = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 8])
                 if noise.random() < config.label_noise:
-                    actions = list(env.admissible_actions())
-                    action = actions[int(noise.integers(len(actions)))]
+                    action = random_action(request, noise)
             labels.append(format_reply(config.think, action))
         targets.append(labels)
         optimal.append(best_sets)
