@@ -66,6 +66,26 @@ def test_generated_maps_are_valid_and_deterministic() -> None:
     assert [t.task_id for t in make("frozenlake", size=5).tasks("train", 40)] == [t.task_id for t in tasks]
 
 
+def test_random_starts_move_only_the_start_and_vary_the_distance() -> None:
+    args = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitive"}
+    corner = make("frozenlake", **args).tasks("train", 200)
+    moved = make("frozenlake", **args, start="random").tasks("train", 200)
+    distances = set()
+    for a, b in zip(corner, moved, strict=True):
+        before, after = "".join(a.payload["desc"]), "".join(b.payload["desc"])
+        # the same map: holes and goal unchanged, one start on a frozen cell
+        assert before.replace("S", "F") == after.replace("S", "F")
+        model = lake_model(tuple(b.payload["desc"]), False, 1.0)
+        assert after.count("S") == 1 and model.distance[model.start] > 0
+        distances.add(int(model.distance[model.start]))
+    assert min(distances) <= 2 and max(distances) >= 8  # near and far starts both occur
+    assert sum(a.task_id != b.task_id for a, b in zip(corner, moved)) > 150  # most starts move
+    again = make("frozenlake", **args, start="random").tasks("train", 200)
+    assert [t.task_id for t in again] == [t.task_id for t in moved]  # deterministic
+    with pytest.raises(ValueError, match="start: 'middle' is not one of corner, random"):
+        make("frozenlake", start="middle")
+
+
 def test_train_and_test_maps_are_disjoint_by_content() -> None:
     env = make("frozenlake", size=4)
     train = {"\n".join(t.payload["desc"]) for t in env.tasks("train", 300)}

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from arlkit.envs.frozenlake.sets import budget_sensitive_maps, shipped_maps
-from arlkit.envs.frozenlake.maps import ACTIONS, LakeModel, generate_random_map, lake_model
+from arlkit.envs.frozenlake.maps import ACTIONS, LakeModel, generate_random_map, lake_model, random_start
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.splits import collect_split, content_id
@@ -38,6 +38,10 @@ class FrozenLakeConfig:
             budget headroom at 25% of T_max is at least ``headroom_threshold``; see
             :mod:`arlkit.envs.frozenlake.sets`).
         headroom_threshold: the least headroom of a ``budget_sensitive`` map.
+        start: ``corner`` (Gymnasium's start, the top-left cell) or ``random`` (each task starts on
+            a frozen cell drawn from the map's content and ``seed``, from which the goal is
+            reachable: varied distances to the goal, e.g. for training; the maps themselves are
+            those of ``task_set``, whose screening assumed the corner start).
     """
 
     size: int = 4
@@ -48,6 +52,7 @@ class FrozenLakeConfig:
     seed: int = 0
     task_set: Literal["random", "budget_sensitive"] = "random"
     headroom_threshold: float = 0.10
+    start: Literal["corner", "random"] = "corner"
 
     def __post_init__(self) -> None:
         if not 2 <= self.size <= 32:
@@ -62,6 +67,8 @@ class FrozenLakeConfig:
             raise ValueError(f"task_set must be random or budget_sensitive, got {self.task_set!r}")
         if self.task_set == "budget_sensitive" and not self.slippery:
             raise ValueError("task_set=budget_sensitive needs slippery=true (deterministic maps have no headroom)")
+        if self.start not in ("corner", "random"):
+            raise ValueError(f"start must be corner or random, got {self.start!r}")
 
 
 class FrozenLakeEnv:
@@ -96,14 +103,21 @@ class FrozenLakeEnv:
             yield tuple(generate_random_map(self.config.size, self.config.p_frozen, rng))
 
     def tasks(self, split: str, n: int) -> list[Task]:
+        return [self.task_from_map(self._place_start(desc)) for desc in self._maps(split, n)]
+
+    def _maps(self, split: str, n: int) -> list[tuple[str, ...]]:
         budget_sensitive = self.config.task_set == "budget_sensitive"
         if budget_sensitive and self._use_shipped:
             shipped = shipped_maps(self._set_params(), split, n)
             if shipped is not None:
-                return [self.task_from_map(desc) for desc in shipped]
+                return shipped
         max_draws = 20 * n + 200 if budget_sensitive else 50 * n + 5_000
-        maps = collect_split(self._map_stream(), "\n".join, split, n, max_draws=max_draws)
-        return [self.task_from_map(desc) for desc in maps]
+        return collect_split(self._map_stream(), "\n".join, split, n, max_draws=max_draws)
+
+    def _place_start(self, desc: tuple[str, ...]) -> tuple[str, ...]:
+        if self.config.start == "corner":
+            return desc
+        return random_start(desc, np.random.default_rng([self.config.seed, int(content_id("\n".join(desc)), 16), 7]))
 
     def _set_params(self) -> dict:
         c = self.config

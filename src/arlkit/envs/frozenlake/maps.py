@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["ACTIONS", "GAMMA", "LakeModel", "generate_random_map", "lake_model", "reaches_goal"]
+__all__ = ["ACTIONS", "GAMMA", "LakeModel", "generate_random_map", "lake_model", "random_start", "reaches_goal"]
 
 ACTIONS = ("Left", "Down", "Right", "Up")
 _MOVES = ((0, -1), (1, 0), (0, 1), (-1, 0))
@@ -197,6 +197,19 @@ class LakeModel:
         else:
             aware = float(self.policy_success_probability(self.planning_policy(budget, criterion), budget)[self.start])
         return aware - float(full)
+
+
+def random_start(desc: tuple[str, ...], rng: np.random.Generator) -> tuple[str, ...]:
+    """``desc`` with its start moved to a frozen cell drawn uniformly from those that reach the goal
+    (the old start among them)."""
+    flat = list("".join(desc))
+    distance = lake_model(desc, False, 1.0).distance
+    cells = [i for i, ch in enumerate(flat) if ch in "SF" and distance[i] > 0]
+    chosen = cells[int(rng.integers(len(cells)))]
+    flat[flat.index("S")] = "F"
+    flat[chosen] = "S"
+    width = len(desc[0])
+    return tuple("".join(flat[r * width : (r + 1) * width]) for r in range(len(desc)))
 
 
 @functools.lru_cache(maxsize=4096)
