@@ -127,3 +127,15 @@ def test_sft_builds_the_optimizer_and_schedule_it_built_before() -> None:
         params = [torch.nn.Parameter(torch.zeros(2))]
         old = torch.optim.AdamW(params, lr=optim.lr, weight_decay=optim.weight_decay)  # what SFT built before
         assert adamw(params, optim).defaults == old.defaults
+
+
+def test_late_fields_are_left_out_of_identities_only_at_their_default() -> None:
+    from arlkit.config import identity_plain
+    from arlkit.envs.frozenlake.env import FrozenLakeConfig
+    assert "start" in config_to_plain(FrozenLakeConfig())  # the saved config keeps every field
+    assert "start" not in identity_plain(FrozenLakeConfig())
+    assert identity_plain(FrozenLakeConfig(start="random"))["start"] == "random"
+    sft = identity_plain(SFTConfig())
+    assert "label_noise" not in sft and {"profile", "tool_calls"}.isdisjoint(sft["prompt"])  # nested too
+    changed = identity_plain(SFTConfig(label_noise=0.1, prompt=PromptConfig(profile="compact")))
+    assert changed["label_noise"] == 0.1 and changed["prompt"]["profile"] == "compact"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pytest
 
-from arlkit.config import EnvSpec
+from arlkit.config import ConfigError, EnvSpec
 from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.rollout import PromptConfig
 from arlkit.envs import make
@@ -170,3 +170,18 @@ def test_errored_lines_of_older_records_are_moved_out_and_retried(tmp_path) -> N
     assert resumed.resumed == len(lines) - 1 and not resumed.failed
     assert _by_key(resumed.trajectories) == _by_key(reference.trajectories)
     assert [t.error for t in read_trajectories(tmp_path / "run" / "errors.jsonl")] == ["APIConnectionError after 5 attempt(s)"]
+
+
+def test_an_eval_recorded_before_a_late_env_option_resumes_and_a_changed_option_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "run"
+    base = {"size": 4, "slippery": False, "t_max": 8}
+    first = run_eval(EvalConfig(env=EnvSpec("frozenlake", base), policies=("oracle",), tasks=3, samples=1,
+                                budgets=("100%",), bootstrap=100), out)
+    recorded = json.loads((out / "run.json").read_text(encoding="utf-8"))
+    assert "start" not in json.dumps(recorded)  # the form recorded before FrozenLake's ``start`` existed
+    again = run_eval(EvalConfig(env=EnvSpec("frozenlake", {**base, "start": "corner"}), policies=("oracle",), tasks=3,
+                                samples=1, budgets=("100%",), bootstrap=100), out)  # the default, spelled out
+    assert [r.pass_ for r in again.rows] == [r.pass_ for r in first.rows]
+    with pytest.raises(ConfigError, match="env_args.start"):
+        run_eval(EvalConfig(env=EnvSpec("frozenlake", {**base, "start": "random"}), policies=("oracle",), tasks=3,
+                            samples=1, budgets=("100%",), bootstrap=100), out)

@@ -39,7 +39,8 @@ __all__ = [
     "config_to_dict",
     "config_to_plain",
     "flat_plain",
-    "identity_prompt",
+    "identity_plain",
+    "late_field",
     "load_config",
     "parse_key_values",
     "parse_yaml",
@@ -292,29 +293,33 @@ A config class lists its own in a ``MOVED_KEYS`` class attribute; such a key is 
 place (``history: moved to prompt.history``)."""
 
 
-_PROMPT_DEFAULTS_UNRECORDED = {"profile": "rt", "tool_calls": "text"}
-"""Prompt fields that came later: their defaults are left out of run identities."""
+LATE = "arlkit_late"
+"""Field metadata key of :func:`late_field`."""
 
 
-def identity_prompt(prompt: dict[str, Any]) -> dict[str, Any]:
-    """A plain ``prompt`` section as run identities record it: without ``profile`` when it is the default
-    ``rt`` and ``tool_calls`` when it is ``text``, the form recorded before those fields existed, so
-    those runs still resume."""
-    return {k: v for k, v in prompt.items() if _PROMPT_DEFAULTS_UNRECORDED.get(k, object()) != v}
+def late_field(default: Any) -> Any:
+    """A config field added after run identities were first recorded: while it holds ``default`` (the
+    behaviour from before it existed) :func:`identity_plain` leaves it out, so those runs still resume."""
+    return dataclasses.field(default=default, metadata={LATE: True})
+
+
+def identity_plain(config: Any) -> dict[str, Any]:
+    """:func:`config_to_plain` as run identities record it: every :func:`late_field` at its default is
+    left out, in nested configs too."""
+    return _plain(config, drop_late=True)
 
 
 def flat_plain(config: Any) -> dict[str, Any]:
-    """:func:`config_to_plain` with the ``env`` and ``prompt`` sections spliced back, in place, as the
+    """:func:`identity_plain` with the ``env`` and ``prompt`` sections spliced back, in place, as the
     flat keys they replaced (``env``, ``env_args``; ``budget_mode``, ``history``, ``counters``; the
     ``engine`` section as its ``max_active``): the form
-    run identities (``run.json``) were recorded in before the nesting, so those runs still resume. The
-    prompt ``profile`` appears only where it is not the default ``rt`` (runs from before it existed)."""
+    run identities (``run.json``) were recorded in before the nesting, so those runs still resume."""
     out: dict[str, Any] = {}
-    for key, value in config_to_plain(config).items():
+    for key, value in identity_plain(config).items():
         if key == "env" and isinstance(value, dict):
             out["env"], out["env_args"] = value["name"], value["args"]
         elif key == "prompt" and isinstance(value, dict):
-            out.update(identity_prompt(value))
+            out.update(value)
         elif key == "engine" and isinstance(value, dict):
             out["max_active"] = value["max_active"]  # the engine's other bounds came later, none changes results
         else:
@@ -377,17 +382,18 @@ def config_from_dict(cls: type[C], data: Mapping[str, Any], *, where: str = "") 
 
 def config_to_plain(config: Any) -> dict[str, Any]:
     """A YAML/JSON-friendly nested dict (tuples become lists)."""
+    return _plain(config, drop_late=False)
 
-    def plain(x: Any) -> Any:
-        if dataclasses.is_dataclass(x) and not isinstance(x, type):
-            return {f.name: plain(getattr(x, f.name)) for f in dataclasses.fields(x)}
-        if isinstance(x, (list, tuple)):
-            return [plain(v) for v in x]
-        if isinstance(x, Mapping):
-            return {str(k): plain(v) for k, v in x.items()}
-        return x
 
-    return plain(config)
+def _plain(x: Any, *, drop_late: bool) -> Any:
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: _plain(getattr(x, f.name), drop_late=drop_late) for f in dataclasses.fields(x)
+                if not (drop_late and f.metadata.get(LATE) and getattr(x, f.name) == f.default)}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v, drop_late=drop_late) for v in x]
+    if isinstance(x, Mapping):
+        return {str(k): _plain(v, drop_late=drop_late) for k, v in x.items()}
+    return x
 
 
 def _field_type(cls: Any, part: str) -> Any:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from arlkit.config import MOVED_KEYS, ConfigError, EnvSpec, config_to_dict, config_to_plain, flat_plain
+from arlkit.config import MOVED_KEYS, ConfigError, EnvSpec, config_to_plain, flat_plain, identity_plain
 from arlkit.budgets import EVAL_BUDGETS, check_budget, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.capabilities import supports_function_calling
@@ -168,9 +168,7 @@ def _run_identity(config: EvalConfig) -> dict[str, Any]:
     backend = data.pop("backend")
     if backend["context_length"] is not None:  # timeouts and retries do not change results
         data["context_length"] = backend["context_length"]
-    data["env_args"] = config_to_dict(env_config(config.env.name, config.env.args))
-    if config.env.name == "frozenlake" and data["env_args"].get("start") == "corner":
-        del data["env_args"]["start"]  # the default start predates the option: older runs still resume
+    data["env_args"] = identity_plain(env_config(config.env.name, config.env.args))
     data["prompt_version"] = prompt_version(config.prompt)
     return json.loads(json.dumps(data, sort_keys=True))  # the form it takes in run.json
 

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from arlkit.analysis.states import replay
-from arlkit.config import ConfigError, config_to_plain, identity_prompt
+from arlkit.config import ConfigError, config_to_plain, identity_plain
 from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
 from arlkit.envs import ActionSpace, Oracle, Task, make
 from arlkit.policies import Message, Request, make_policy
@@ -213,11 +213,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     are checked (:func:`~arlkit.train.checks.check_sft_config`) before anything is written to ``out``."""
     out = Path(out)
     check_sft_config(config)
-    plain = config_to_plain(config)
-    plain["prompt"] = identity_prompt(plain["prompt"])
-    if plain["label_noise"] == 0:  # the form recorded before label_noise existed: those runs still resume
-        del plain["label_noise"]
-    identity = {"config": plain, "prompt_version": prompt_version(config.prompt)}
+    identity = {"config": identity_plain(config), "prompt_version": prompt_version(config.prompt)}
     claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every", "config.wandb"), allowed=("base_model",))
     if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():
         return _finished(out)  # the same command again: the run is done

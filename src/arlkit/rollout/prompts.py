@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from arlkit.config import late_field
 from arlkit.policies.protocol import Message
 
 __all__ = [
@@ -70,8 +71,8 @@ class PromptConfig:
     budget_mode: BudgetMode = "announced"
     history: int | None = None
     counters: CounterPosition = "system"
-    profile: Profile = "rt"
-    tool_calls: ToolCallMode = "text"
+    profile: Profile = late_field("rt")
+    tool_calls: ToolCallMode = late_field("text")
 
     def __post_init__(self) -> None:
         if self.profile not in PROMPT_PROFILES:

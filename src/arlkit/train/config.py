@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from arlkit.algos import RewardConfig
-from arlkit.config import MOVED_KEYS, EnvSpec, check_number
+from arlkit.config import MOVED_KEYS, EnvSpec, check_number, late_field
 from arlkit.budgets import TRAIN_BUDGETS, check_budget
 from arlkit.policies.registry import SamplingConfig
 from arlkit.rollout.engine import EngineConfig
@@ -246,7 +246,7 @@ class SFTConfig:
     prompt states (a budget-aware expert); ``t_max``, the family's full budget at every step whatever the
     prompt says (a budget-unaware expert: what cloning an agent trained without budgets gives, and the
     starting point at which budget-aware RL such as BudgetMix has something to add; RT §5.2)."""
-    label_noise: float = 0.0
+    label_noise: float = late_field(0.0)
     """With ``relabel``, the share of labels replaced by a uniformly random admissible action (drawn per
     trajectory seed and turn, apart from the oracle's tie-breaking): the cloned expert is then the
     epsilon-greedy version of the labelling oracle, whose mistakes are noise that RL can sharpen away

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from arlkit.config import late_field
 from arlkit.envs.frozenlake.sets import budget_sensitive_maps, shipped_maps
 from arlkit.envs.frozenlake.maps import ACTIONS, LakeModel, generate_random_map, lake_model, random_start
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
@@ -52,7 +53,7 @@ class FrozenLakeConfig:
     seed: int = 0
     task_set: Literal["random", "budget_sensitive"] = "random"
     headroom_threshold: float = 0.10
-    start: Literal["corner", "random"] = "corner"
+    start: Literal["corner", "random"] = late_field("corner")
 
     def __post_init__(self) -> None:
         if not 2 <= self.size <= 32:
