@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from arlkit.cli import main
-from arlkit.config import ConfigError, EnvSpec, config_to_plain, flat_plain, load_config
+from arlkit.config import ConfigError, EnvSpec, config_to_plain, flat_plain, identity_plain, load_config
+from arlkit.envs.frozenlake.env import FrozenLakeConfig
 from arlkit.policies import BackendOptions
 from arlkit.recipes.eval import EvalConfig, _run_identity
 from arlkit.rollout import PromptConfig
@@ -130,8 +131,6 @@ def test_sft_builds_the_optimizer_and_schedule_it_built_before() -> None:
 
 
 def test_late_fields_are_left_out_of_identities_only_at_their_default() -> None:
-    from arlkit.config import identity_plain
-    from arlkit.envs.frozenlake.env import FrozenLakeConfig
     assert "start" in config_to_plain(FrozenLakeConfig())  # the saved config keeps every field
     assert "start" not in identity_plain(FrozenLakeConfig())
     assert identity_plain(FrozenLakeConfig(start="random"))["start"] == "random"
