@@ -241,7 +241,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
         restore_state(checkpoint, state, {"model": model, "optimizer": optimizer, "scheduler": scheduler})
         rng.bit_generator.state = state["batch_rng"]
         epoch, losses, first = [list(b) for b in state["epoch"]], list(state["losses"]), int(state["step"])
-    wandb = WandbRun(config.wandb, out, name=out.name, config=plain, job_type="sft") if config.wandb else None
+    wandb = WandbRun(config.wandb, out, name=out.name, config=config_to_plain(config), job_type="sft") if config.wandb else None
     log = MetricsLog(out, resume_step=first if found is not None else None, tensorboard=False, wandb=wandb)
     start = time.monotonic()
     with progress_bar(config.steps, first, progress, "sft") as update:
