@@ -44,6 +44,8 @@ def test_demo_quick_writes_every_file(tmp_path: Path) -> None:
     findings = summary[summary.index("## Findings"):summary.index("## Pass@1")]
     assert [f"{i}." for i in range(1, 5)] == [x.split()[0] for x in findings.splitlines() if x[:1].isdigit()]
     assert all(("MET." in x) or ("MISSED." in x) for x in findings.splitlines() if x[:1].isdigit())
+    # one run per method: the CIs' scope is said with the findings, in summary.md and the report
+    assert "they do not cover the RL seed" in findings and "they do not cover the RL seed" in (out / "report.html").read_text()
     assert "Step quality at matched states (" in summary and "Continuation from " in summary
     assert (out / "bc" / "model" / "model.safetensors").is_file()
     # one prompt profile, the compact one, in cloning, both RL runs and all 12 evaluations, recorded in each run

@@ -35,7 +35,7 @@ from typing import Any
 from arlkit.config import ConfigError, EnvSpec, config_to_plain
 from arlkit.recipes.jobs import evaluation_status, quiet, run_workers, training_status
 from arlkit.recipes.demo_outputs import (
-    METHODS, analysis_readings, base_r_single, demo_findings, wall_time, write_summary, write_tables,
+    METHODS, SEED_CAVEAT, analysis_readings, base_r_single, demo_findings, wall_time, write_summary, write_tables,
 )
 from arlkit.rollout.prompts import PromptConfig
 from arlkit.rundir import atomic_write_text, claim_run_dir
@@ -271,7 +271,7 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
         from arlkit.report.html import write_html_report
 
         write_html_report([out], out / "report.html", title="arlkit demo: RL at the full budget vs BudgetMix on the tiny model",
-                          findings=findings, names={method.lower(): method for method in METHODS})
+                          findings=[*findings, SEED_CAVEAT], names={method.lower(): method for method in METHODS})
         update(2, "report.html")
     stages.done("report")
     seconds = stages.seconds

@@ -30,7 +30,7 @@ from arlkit.rundir import atomic_path, atomic_write_text
 if TYPE_CHECKING:
     from arlkit.recipes.demo import DemoPlan
 
-__all__ = ["METHODS", "DemoTables", "analysis_readings", "base_r_single", "demo_findings", "wall_time",
+__all__ = ["METHODS", "SEED_CAVEAT", "DemoTables", "analysis_readings", "base_r_single", "demo_findings", "wall_time",
            "write_summary", "write_tables"]
 
 METHODS = ("Base", "Full", "BudgetMix")
@@ -43,6 +43,10 @@ RL_GAIN = 0.05
 """Finding 2: Full - Base at T_max is at least this (5 points) with its CI above 0."""
 BUDGETMIX_SLACK = 0.02
 """Finding 4: at T_max BudgetMix is at most this (2 points) below Full."""
+
+SEED_CAVEAT = ("The CIs cover the choice of held-out maps for one RL run per method; they do not cover the RL seed, "
+               "which moves these differences by several points (docs/training.md, section 9, \"RL seeds\").")
+"""Said under the findings (summary.md, report.html): what the findings' CIs do and do not cover."""
 
 _EPS = 1e-9  # thresholds compare with this slack (a 5.0-point gain computed as 0.04999999999 still counts)
 
@@ -333,6 +337,8 @@ def _summary(plan: DemoPlan, tables: DemoTables, findings: Sequence[str], readin
         "differences)",
         "",
         *findings,
+        "",
+        SEED_CAVEAT,
         "",
     ]
     for k in sorted({ks[0], ks[-1]}):
