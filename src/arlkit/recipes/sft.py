@@ -241,7 +241,8 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
         restore_state(checkpoint, state, {"model": model, "optimizer": optimizer, "scheduler": scheduler})
         rng.bit_generator.state = state["batch_rng"]
         epoch, losses, first = [list(b) for b in state["epoch"]], list(state["losses"]), int(state["step"])
-    wandb = WandbRun(config.wandb, out, name=out.name, config=config_to_plain(config), job_type="sft") if config.wandb else None
+    plain = config_to_plain(config)  # the whole config, for wandb and sft.json (the identity leaves late defaults out)
+    wandb = WandbRun(config.wandb, out, name=out.name, config=plain, job_type="sft") if config.wandb else None
     log = MetricsLog(out, resume_step=first if found is not None else None, tensorboard=False, wandb=wandb)
     start = time.monotonic()
     with progress_bar(config.steps, first, progress, "sft") as update:
@@ -281,7 +282,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
         final_loss=float(np.mean(tail)) if tail else float("nan"),
         seconds=seconds,
     )
-    summary = {"config": config_to_plain(config), "precision": precision,
+    summary = {"config": plain, "precision": precision,
                **{k: (str(v) if isinstance(v, Path) else v) for k, v in result.__dict__.items()}}
     atomic_write_text(out / "sft.json", json.dumps(summary, indent=2) + "\n")
     return result
