@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -44,35 +45,51 @@ def test_demo_quick_writes_every_file(tmp_path: Path) -> None:
     findings = summary[summary.index("## Findings"):summary.index("## Pass@1")]
     assert [f"{i}." for i in range(1, 5)] == [x.split()[0] for x in findings.splitlines() if x[:1].isdigit()]
     assert all(("MET." in x) or ("MISSED." in x) for x in findings.splitlines() if x[:1].isdigit())
-    # one run per method: the CIs' scope is said with the findings, in summary.md and the report
-    assert "they do not cover the RL seed" in findings and "they do not cover the RL seed" in (out / "report.html").read_text()
+    # two RL runs per method, pooled: the CIs' scope is said with the findings, in summary.md and the report
+    scope = "they do not cover the spread between RL seeds"
+    assert scope in findings and scope in (out / "report.html").read_text()
+    per_seed = summary[summary.index("## Per RL seed"):summary.index("## Below trajectory success")]
+    assert [line.split("|")[1].strip() for line in per_seed.splitlines()[4:6]] == ["0", "1"], per_seed
     assert "Step quality at matched states (" in summary and "Continuation from " in summary
     assert (out / "bc" / "model" / "model.safetensors").is_file()
-    # one prompt profile, the compact one, in cloning, both RL runs and all 12 evaluations, recorded in each run
-    stages = [out / "bc", out / "rl-full", out / "rl-budgetmix", *sorted((out / "eval").glob("*/*"))]
-    assert len(stages) == 3 + 12
+    # one prompt profile, the compact one, in cloning, all four RL runs and all 20 evaluations, recorded in each run
+    rl_runs = [out / f"rl-{method}-s{seed}" for method in ("full", "budgetmix") for seed in (0, 1)]
+    stages = [out / "bc", *rl_runs, *sorted((out / "eval").glob("*/*"))]
+    assert len(stages) == 5 + 20
+    assert sorted(p.name for p in (out / "eval").iterdir()) == ["base", "budgetmix-s0", "budgetmix-s1", "full-s0", "full-s1"]
     for folder in stages:
         run = json.loads((folder / "run.json").read_text())
         profile = run["config"]["prompt"]["profile"] if folder.name == "bc" else run.get("profile", run.get("config", {}).get("profile"))
         assert (run["prompt_version"], profile) == (COMPACT_PROMPT_VERSION, "compact"), folder
-    for run in ("rl-full", "rl-budgetmix"):
-        folder = out / run
+    for folder in rl_runs:
+        run = folder.name
         for name in ("config.yaml", "run.json", "metrics.jsonl", "rollouts.jsonl", "dynamics_pool.json"):
             assert (folder / name).is_file(), (run, name)
         assert list((folder / "checkpoints").glob("step_*.pt")) and (folder / "final" / "config.json").is_file()
         assert list((folder / "tb").glob("events.out.tfevents.*"))
         assert any("val/r_single" in m for m in read_metrics(folder / "metrics.jsonl"))
-    assert audit_run(out / "rl-budgetmix").passed
-    assert audit_run(out / "rl-full").passed
+    assert all(audit_run(folder).passed for folder in rl_runs)
+    seeds = [json.loads((folder / "run.json").read_text())["config"]["seed"] for folder in rl_runs]
+    assert seeds == [0, 1, 0, 1]
     with open(out / "table.csv") as handle:
         rows = list(csv.DictReader(handle))
     methods = {r["method"] for r in rows}
-    assert {"Base", "Full", "BudgetMix", "BudgetMix - Full"} <= methods
+    assert {"Base", "Full", "BudgetMix", "BudgetMix - Full", "Full seed 1", "BudgetMix seed 0 - Full seed 0"} <= methods
+    _pooled_is_the_mean_of_the_seeds(rows)
     assert {r["budget"] for r in rows} == {"25%", "50%", "75%", "100%"} and {r["k"] for r in rows} >= {"1", "8"}
     for r in rows:
         assert float(r["ci_low"]) <= float(r["pass"]) <= float(r["ci_high"])
     assert "Pass@1" in summary and "Pass@8" in summary and "budget headroom" in summary
     _same_table_as_recorded(out / "table.csv")
+
+
+def _pooled_is_the_mean_of_the_seeds(rows: list[dict]) -> None:
+    """A method's pooled Pass@1 is the mean of its two runs' (the same maps, equal samples per run)."""
+    value = {(r["budget"], r["k"], r["method"]): float(r["pass"]) for r in rows}
+    for budget in ("25%", "100%"):
+        for method in ("Full", "BudgetMix"):
+            runs = [value[(budget, "1", f"{method} seed {s}")] for s in (0, 1)]
+            assert abs(value[(budget, "1", method)] - sum(runs) / 2) < 1e-5, (budget, method)
 
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "seeded" / "demo_quick_table.csv"
@@ -106,6 +123,21 @@ def test_a_demo_directory_refuses_another_plan(tmp_path: Path) -> None:
     _claim(tmp_path, demo_plan(quick=True))  # the same plan resumes
     with pytest.raises(ConfigError, match="different plan"):
         _claim(tmp_path, demo_plan(quick=False))
+
+
+def test_a_demo_plan_needs_distinct_rl_seeds() -> None:
+    from arlkit.config import ConfigError
+    from arlkit.recipes.demo import demo_plan
+    from arlkit.recipes.demo_outputs import eval_folders, rl_runs
+
+    plan = demo_plan(quick=False)
+    assert plan.rl_seeds == (0, 1) and plan.rl["steps"] == 30
+    assert [p.name for p in rl_runs(Path("d"), plan).values()] == ["rl-full-s0", "rl-full-s1", "rl-budgetmix-s0",
+                                                                    "rl-budgetmix-s1"]
+    assert list(eval_folders(plan).values()) == ["base", "full-s0", "full-s1", "budgetmix-s0", "budgetmix-s1"]
+    for seeds in ((), (1, 1)):
+        with pytest.raises(ConfigError, match="rl_seeds must be non-empty and without repeats"):
+            dataclasses.replace(plan, rl_seeds=seeds)
 
 
 # -- findings, readings and timing without running the demo ---------------------------------------------
@@ -205,7 +237,8 @@ def test_summary_and_final_message_give_the_same_wall_time(tmp_path: Path) -> No
     """The stages are timed back to back (they add up to the whole run), and summary.md's wall-time line
     is the final message's, report stage included."""
     from arlkit.recipes.demo import _Stages, demo_plan, final_message
-    from arlkit.recipes.demo_outputs import DemoTables, wall_time, write_summary
+    from arlkit.recipes.demo_outputs import DemoTables
+    from arlkit.recipes.demo_summary import wall_time, write_summary
 
     ticks = iter([100.0, 101.5, 104.0, 110.0, 111.0, 111.25, 112.0])  # a fake clock: creation, then one per stage
     stages = _Stages(clock=lambda: next(ticks))
@@ -215,12 +248,13 @@ def test_summary_and_final_message_give_the_same_wall_time(tmp_path: Path) -> No
     assert sum(stages.seconds.values()) == 12.0  # back to back: the stages add up to creation .. last stage
     seconds = {"model": 6.2, "bc": 19.4, "rl": 27.0, "eval": 40.1, "analysis": 9.6, "report": 8.3}
     tables = DemoTables(_rows({}), list(BUDGETS), [1, 8], {T: 0.0 for T in BUDGETS}, BOUND, {}, 32)
-    runs = {"Full": tmp_path / "rl-full", "BudgetMix": tmp_path / "rl-budgetmix"}
-    write_summary(tmp_path, demo_plan(quick=True), tables, ["1. finding"], ["- reading"], seconds, runs)
+    runs = {("Full", 0): tmp_path / "rl-full-s0", ("BudgetMix", 0): tmp_path / "rl-budgetmix-s0"}
+    one_seed = dataclasses.replace(demo_plan(quick=True), rl_seeds=(0,))
+    write_summary(tmp_path, one_seed, tables, ["1. finding"], ["- reading"], seconds, runs)
     summary = (tmp_path / "summary.md").read_text()
     line = wall_time(seconds)
     assert line == "1.8 min (model 6s, bc 19s, rl 27s, eval 40s, analysis 10s, report 8s)"
     assert f"Wall time: {line}:" in summary
-    assert final_message(tmp_path, seconds, ["1. finding"]).startswith(f"demo finished in {line};")
+    assert final_message(tmp_path, seconds, ["1. finding"], runs).startswith(f"demo finished in {line};")
     assert "expected optimum (mean exact success probability; sampled Pass@k can exceed it)" in summary
     assert summary.index("## Findings") < summary.index("## Pass@1") and "- reading" in summary

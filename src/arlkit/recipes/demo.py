@@ -3,23 +3,24 @@
 1. Build the nano model offline (tokenizer trained on arlkit's own prompts, random weights).
 2. Behaviour cloning on budget-sensitive FrozenLake training maps (oracle labels at the full budget).
 3. RL at the full budget (Full) and with BudgetMix from the same checkpoint (GiGPO advantages with dynamic
-   filtering, AA §5's ingredients), with the same seeds and step
-   counts (they differ only in the budget distribution), as two parallel processes.
+   filtering, AA §5's ingredients), once per RL seed, with the same seeds and step counts (the two
+   methods differ only in the budget distribution), two runs at a time.
 4. Evaluate Base (the cloned model), Full and BudgetMix on held-out maps at 25/50/75/100% of T_max with
    announced budgets: Pass@k with 95% bootstrap CIs over tasks, and the paired BudgetMix - Full
-   difference with its CI (RT Table 1's comparison).
-5. Below trajectory success, Base vs Full on their T_max evaluations: step quality at matched states
+   difference with its CI (RT Table 1's comparison); a method's runs are pooled (per map, the mean of
+   their Pass@k), and each seed's numbers are reported too.
+5. Below trajectory success, Base vs Full (the first RL seed's run) on their T_max evaluations: step quality at matched states
    and continuation from injected error states (:mod:`arlkit.recipes.analyze`), into ``analysis/``.
 6. Write ``table.csv``, ``passkt.png`` (Pass@T and Pass@K), ``training_dynamics.png`` (R_multi, R_single
    and training reward over steps), ``report.html`` and ``summary.md`` (the four findings, MET or MISSED,
-   first) (:mod:`arlkit.recipes.demo_outputs`), next to one folder per stage.
+   first) (:mod:`arlkit.recipes.demo_outputs`, :mod:`arlkit.recipes.demo_summary`), next to one folder per stage.
 
-Each stage shows one progress bar with its ETA (BC steps, both RL runs' steps, evaluation trajectories,
+Each stage shows one progress bar with its ETA (BC steps, the RL runs' steps, evaluation trajectories,
 analyses, report parts); ``summary.md``'s wall-time line and the final message are the same line and
 cover every stage.
 
 Everything runs with one torch thread per process (tiny models gain little from a second thread, and
-OpenMP threads degrade badly when the cores are shared); the two RL runs, the evaluation jobs and the
+OpenMP threads degrade badly when the cores are shared); the RL runs, the evaluation jobs and the
 two analyses use two processes.
 """
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,9 @@ from typing import Any
 from arlkit.config import ConfigError, EnvSpec, config_to_plain
 from arlkit.recipes.jobs import evaluation_status, quiet, run_workers, training_status
 from arlkit.recipes.demo_outputs import (
-    METHODS, SEED_CAVEAT, analysis_readings, base_r_single, demo_findings, wall_time, write_summary, write_tables,
+    analysis_readings, base_r_single, demo_findings, eval_folders, rl_runs, run_label, seed_caveat, write_tables,
 )
+from arlkit.recipes.demo_summary import wall_time, write_summary
 from arlkit.rollout.prompts import PromptConfig
 from arlkit.rundir import atomic_write_text, claim_run_dir
 from arlkit.train.tracking import progress_bar
@@ -52,13 +54,15 @@ class DemoPlan:
 
     Attributes:
         sft: overrides of :class:`~arlkit.train.SFTConfig` (``env`` and ``prompt`` come from the plan's).
-        rl: overrides of :class:`~arlkit.train.TrainConfig` shared by both RL runs (likewise).
+        rl: overrides of :class:`~arlkit.train.TrainConfig` shared by all RL runs (likewise).
         eval_tasks: held-out maps evaluated.
         eval_samples: trajectories per map and budget (n; Pass@k for k <= n).
         budgets: evaluation budgets (percentages of T_max, announced).
         workers: parallel processes.
         env: the environment of every stage (the budget-sensitive FrozenLake set).
         prompt: the prompts of every stage: cloning, RL and evaluation (announced budgets).
+        rl_seeds: the RL seeds (``TrainConfig.seed``): Full and BudgetMix each train once per seed from
+            the same base, and the tables pool a method's runs (docs/training.md, "The demo's recipe").
     """
 
     sft: dict[str, Any]
@@ -69,6 +73,11 @@ class DemoPlan:
     workers: int = 2
     env: EnvSpec = field(default_factory=lambda: EnvSpec("frozenlake", dict(DEMO_ENV)))
     prompt: PromptConfig = field(default_factory=lambda: PromptConfig("announced", history=0, profile="compact"))
+    rl_seeds: tuple[int, ...] = (0, 1)
+
+    def __post_init__(self) -> None:
+        if not self.rl_seeds or len(set(self.rl_seeds)) != len(self.rl_seeds):
+            raise ConfigError(f"rl_seeds must be non-empty and without repeats, got {list(self.rl_seeds)}")
 
     def overrides(self, stage: str) -> dict[str, Any]:
         """The config overrides of ``stage`` (``sft`` or ``rl``) with the plan's environment and prompts."""
@@ -93,9 +102,13 @@ def demo_plan(quick: bool) -> DemoPlan:
       at T_max.
     - **lr 1e-3 with cosine decay for cloning**: at 3e-3 the loss stayed at the label marginal for 400
       steps; RL at lr 3e-4 with a small KL (0.01) to the base.
-    - **GiGPO with dynamic filtering** for both RL runs (AA §5): FrozenLake states recur within a group,
+    - **GiGPO with dynamic filtering** for every RL run (AA §5): FrozenLake states recur within a group,
       so step-level groups assign credit per state, and all-equal groups are resampled; from the same
-      base, GiGPO gained +6.3 points at 25% of T_max in 30 steps, GRPO +3.0 in 60 (neither moved T_max)."""
+      base, GiGPO gained +6.3 points at 25% of T_max in 30 steps, GRPO +3.0 in 60 (neither moved T_max).
+    - **Two RL seeds of 30 steps per method**, pooled in the tables: one run per method left every
+      verdict to the RL seed (Full - Base at T_max ran from +2.2 to +9.4 points over five 60-step
+      seeds); 30 steps keep the gain at T_max with a steadier Full (+5.1 to +7.5 over four seeds), and
+      two of them cost what one 60-step run did."""
     common_rl: dict[str, Any] = {
         "algo": {"adv_estimator": "gigpo", "dynamic_filtering": True, "step_rows": True, "kl_coef": 0.01},
         "sampling": {"temperature": 1.0, "max_new_tokens": 8}, "train_tasks": 600, "progress": False,
@@ -117,9 +130,10 @@ def demo_plan(quick: bool) -> DemoPlan:
     # Measured on the 2-core CPU: see docs/training.md, "The demo's recipe".
     return DemoPlan(
         sft={**common_sft, "steps": 500},
-        rl={**common_rl, "steps": 60, "tasks_per_step": 8, "group_size": 8,
-            "validation": {"every": 10, "tasks": 32, "dynamics": {"states": 128, "actions": 4, "pool_tasks": 32,
-                                                                "pool_samples": 2}}},
+        rl={**common_rl, "steps": 30, "tasks_per_step": 8, "group_size": 8,
+            # R_multi on 64 maps x 2 samples: on 32 x 1 its sampling error (~7 points) hid a 6-point gain
+            "validation": {"every": 10, "tasks": 64, "samples": 2,
+                           "dynamics": {"states": 128, "actions": 4, "pool_tasks": 32, "pool_samples": 2}}},
         eval_tasks=100, eval_samples=8,
     )
 
@@ -213,30 +227,32 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
         say(f"  {sft.rows} demonstration steps, final loss {sft.final_loss:.3f}")
     stages.done("bc")
 
-    runs = {"Full": out / "rl-full", "BudgetMix": out / "rl-budgetmix"}
+    runs = rl_runs(out, plan)
     budgets = {"Full": "full", "BudgetMix": "budgetmix"}
     train_jobs = [(run.name, "train", {"config": {**plan.overrides("rl"), "model": str(bc / "model"),
-                                                  "budget": budgets[method]},
+                                                  "budget": budgets[method], "seed": seed},
                                        "out": str(run)})
-                  for method, run in runs.items() if not (run / "final" / "config.json").is_file()]
+                  for (method, seed), run in runs.items() if not (run / "final" / "config.json").is_file()]
     if train_jobs:
         say(f"RL at the full budget (Full) and with BudgetMix from the BC checkpoint, {plan.rl['steps']} steps each, "
-            "in parallel")
-        status = training_status(runs, plan.rl["steps"])
-        with progress_bar(2 * plan.rl["steps"], status()[0], progress, "RL", unit="steps") as update:
+            f"RL seeds {', '.join(map(str, plan.rl_seeds))}: {len(runs)} runs, {plan.workers} at a time")
+        status = training_status({run_label(*key): run for key, run in runs.items()}, plan.rl["steps"])
+        with progress_bar(len(runs) * plan.rl["steps"], status()[0], progress, "RL", unit="steps") as update:
             run_workers(train_jobs, plan.workers, logs, poll=lambda: update(*status()))
     stages.done("rl")
 
-    policies = {"Base": bc / "model", "Full": runs["Full"] / "final", "BudgetMix": runs["BudgetMix"] / "final"}
-    targets = {(method, budget): out / "eval" / method.lower() / budget.rstrip("%")
-               for budget in plan.budgets for method in policies}
-    evals = [{"policy": f"hf:{policies[method]}", "budget": budget, "tasks": plan.eval_tasks,
+    policies = {("Base", None): bc / "model", **{key: run / "final" for key, run in runs.items()}}
+    folders = eval_folders(plan)
+    targets = {(key, budget): out / "eval" / folders[key] / budget.rstrip("%")
+               for budget in plan.budgets for key in policies}
+    evals = [{"policy": f"hf:{policies[key]}", "budget": budget, "tasks": plan.eval_tasks,
               "samples": plan.eval_samples, "env": config_to_plain(plan.env), "prompt": config_to_plain(plan.prompt),
               "out": str(target)}
-             for (method, budget), target in targets.items() if not (target / "passkt.csv").is_file()]
+             for (key, budget), target in targets.items() if not (target / "passkt.csv").is_file()]
     if evals:
-        say(f"evaluating Base, Full and BudgetMix on {plan.eval_tasks} held-out maps x {plan.eval_samples} samples "
-            f"at {', '.join(plan.budgets)} of T_max (announced): {len(targets)} evaluations on {plan.workers} processes")
+        say(f"evaluating Base and the {len(runs)} RL models on {plan.eval_tasks} held-out maps x {plan.eval_samples} "
+            f"samples at {', '.join(plan.budgets)} of T_max (announced): {len(targets)} evaluations on "
+            f"{plan.workers} processes")
         status = evaluation_status(list(targets.values()))
         with progress_bar(len(targets) * plan.eval_tasks * plan.eval_samples, status()[0], progress, "evaluation",
                           unit="trajectories") as update:
@@ -247,13 +263,14 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
 
     analysis = out / "analysis"
     sizes = demo_analysis_sizes(quick)
-    pair = [str(targets[("Base", plan.budgets[-1])]), str(targets[("Full", plan.budgets[-1])])]
-    analyses = [(f"analysis-{kind}", "analysis", {"kind": kind, "runs": pair, "base": f"hf:{policies['Base']}",
-                                                  "rl": f"hf:{policies['Full']}", "out": str(analysis),
+    full = ("Full", plan.rl_seeds[0])  # the step-level analyses compare Base with the first seed's Full run
+    pair = [str(targets[(("Base", None), plan.budgets[-1])]), str(targets[(full, plan.budgets[-1])])]
+    analyses = [(f"analysis-{kind}", "analysis", {"kind": kind, "runs": pair, "base": f"hf:{policies[('Base', None)]}",
+                                                  "rl": f"hf:{policies[full]}", "out": str(analysis),
                                                   "config": sizes[kind]})
                 for kind in ("steps", "errors") if not (analysis / f"{kind}.md").is_file()]
     if analyses:
-        say(f"step-level diagnostics of Base vs Full at {plan.budgets[-1]} of T_max: matched-state step quality and "
+        say(f"step-level diagnostics of Base vs {run_label(*full)} at {plan.budgets[-1]} of T_max: matched-state step quality and "
             "continuation from error states")
 
         def finished() -> tuple[int, str]:
@@ -271,27 +288,31 @@ def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPl
         from arlkit.report.html import write_html_report
 
         write_html_report([out], out / "report.html", title="arlkit demo: RL at the full budget vs BudgetMix on the tiny model",
-                          findings=[*findings, SEED_CAVEAT], names={method.lower(): method for method in METHODS})
+                          findings=[*findings, seed_caveat(plan.rl_seeds)],
+                          names={folder: run_label(*key) for key, folder in eval_folders(plan).items()})
         update(2, "report.html")
     stages.done("report")
     seconds = stages.seconds
     write_summary(out, plan, tables, findings, analysis_readings(analysis), seconds, runs)
     atomic_write_text(out / "timing.json", json.dumps(seconds, indent=2) + "\n")
-    say(final_message(out, seconds, findings))
+    say(final_message(out, seconds, findings, runs))
     return DemoResult(out, tables.rows, seconds)
 
 
-def final_message(out: Path, seconds: dict[str, float], findings: list[str]) -> str:
+def final_message(out: Path, seconds: dict[str, float], findings: list[str],
+                  runs: Mapping[tuple[str, int], Path]) -> str:
     """The demo's last message: the wall time (the same line as ``summary.md``'s), the findings and the files."""
+    folders = " ".join(f"{run.name}/" for run in runs.values())
+    budgetmix = next(run for (method, _), run in runs.items() if method == "BudgetMix")
     return "\n".join([
         f"demo finished in {wall_time(seconds)}; everything is in {out}/",
         *(f"  {line}" for line in findings),
-        "  summary.md             the findings above, Pass@1 / Pass@8 per budget with 95% CIs, step-level readings",
-        "  table.csv              the same numbers (every k, and the paired differences)",
+        "  summary.md             the findings above, Pass@1 / Pass@8 per budget with 95% CIs, each RL seed, step-level readings",
+        "  table.csv              the same numbers (every k, each seed, and the paired differences)",
         "  passkt.png             Pass@T and Pass@K of Base, Full and BudgetMix",
-        "  training_dynamics.png  R_multi, R_single and training success over the RL steps",
+        "  training_dynamics.png  R_multi, R_single and training success over the RL steps, one line per run",
         "  report.html            every evaluation, the diagnostics and the training curves in one page",
         "  analysis/              Base vs Full step by step: matched states (steps.*), error states (errors.*)",
-        "  bc/ rl-full/ rl-budgetmix/ eval/ logs/   the stages' run folders and the workers' logs",
-        f"  check the BudgetMix run: arlkit budgetmix audit {out}/rl-budgetmix",
+        f"  bc/ {folders} eval/ logs/   the stages' run folders and the workers' logs",
+        f"  check a BudgetMix run: arlkit budgetmix audit {budgetmix}",
     ])  # fmt: skip

@@ -1,21 +1,22 @@
 """What ``arlkit demo`` writes for people (:mod:`arlkit.recipes.demo`): tables, findings, summary, plots.
 
 - :func:`write_tables`: ``table.csv`` (Pass@k per budget, method and k with 95% bootstrap CIs over maps,
-  and the paired differences Full - Base, BudgetMix - Full, BudgetMix - Base), ``passkt.png`` and
-  ``training_dynamics.png``.
+  and the paired differences Full - Base, BudgetMix - Full, BudgetMix - Base; a method's RL runs pooled,
+  and each seed's run on its own), ``passkt.png`` and ``training_dynamics.png``.
+- :func:`rl_runs`, :func:`eval_folders`, :func:`run_label`: where the RL runs and evaluations live, and
+  their names.
 - :func:`demo_findings`: the experiment's four findings, each stated as measured with its CI and a plain
   MET / MISSED (a missed finding is reported, never hidden).
 - :func:`analysis_readings`: one line each on the matched-state step quality and the error-state
   continuation of Base vs Full (``analysis/steps.json``, ``analysis/errors.json``).
-- :func:`write_summary`: ``summary.md``, findings first; :func:`wall_time` is its wall-time line and the
-  demo's last message, so the two agree.
+
+``summary.md`` is written by :mod:`arlkit.recipes.demo_summary`.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,15 +26,16 @@ import numpy as np
 
 from arlkit.report.figures import fig_dynamics, fig_passkt
 from arlkit.report.outputs import save_figure
-from arlkit.rundir import atomic_path, atomic_write_text
+from arlkit.rundir import atomic_path
 
 if TYPE_CHECKING:
     from arlkit.recipes.demo import DemoPlan
 
-__all__ = ["METHODS", "SEED_CAVEAT", "DemoTables", "analysis_readings", "base_r_single", "demo_findings", "wall_time",
-           "write_summary", "write_tables"]
+__all__ = ["BOUND_LABEL", "METHODS", "RL_METHODS", "DemoTables", "analysis_readings", "base_r_single", "demo_findings",
+           "eval_folders", "rl_runs", "run_label", "seed_caveat", "with_ci", "write_tables"]
 
 METHODS = ("Base", "Full", "BudgetMix")
+RL_METHODS = ("Full", "BudgetMix")
 
 BASE_SHARE_OF_OPTIMUM = 0.5
 """Finding 1: the base's Pass@1 at T_max is at least this share of the expected optimum ..."""
@@ -44,13 +46,37 @@ RL_GAIN = 0.05
 BUDGETMIX_SLACK = 0.02
 """Finding 4: at T_max BudgetMix is at most this (2 points) below Full."""
 
-SEED_CAVEAT = ("The CIs cover the choice of held-out maps for one RL run per method; they do not cover the RL seed, "
-               "which moves these differences by several points (docs/training.md, section 9, \"RL seeds\").")
-"""Said under the findings (summary.md, report.html): what the findings' CIs do and do not cover."""
+
+
+def seed_caveat(seeds: Sequence[int]) -> str:
+    """Said under the findings (summary.md, report.html): what the findings' CIs do and do not cover."""
+    if len(seeds) == 1:
+        return ("The CIs cover the choice of held-out maps for one RL run per method; they do not cover the RL seed, "
+                "which moves these differences by several points (docs/training.md, section 9, \"RL seeds\").")
+    return (f"Full and BudgetMix are each pooled over {len(seeds)} RL runs (seeds {', '.join(map(str, seeds))}; per map, "
+            "the mean of the runs' Pass@k). The CIs cover the choice of held-out maps; they do not cover the spread "
+            "between RL seeds, which moves one run's differences by several points (each seed's differences: "
+            "summary.md, \"Per RL seed\"; docs/training.md, section 9, \"RL seeds\").")
+
+
+def run_label(method: str, seed: int | None) -> str:
+    """``Base``, ``Full seed 0``, ...: how tables, plots and the report name a policy."""
+    return method if seed is None else f"{method} seed {seed}"
+
+
+def rl_runs(out: Path, plan: DemoPlan) -> dict[tuple[str, int], Path]:
+    """``(method, seed) -> out/rl-<method>-s<seed>``: one RL run per method and RL seed, in plan order."""
+    return {(method, seed): out / f"rl-{method.lower()}-s{seed}" for method in RL_METHODS for seed in plan.rl_seeds}
+
+
+def eval_folders(plan: DemoPlan) -> dict[tuple[str, int | None], str]:
+    """``(method, seed) -> `` the policy's folder under ``eval/`` (``base``, ``full-s0``, ...); Base has seed None."""
+    return {("Base", None): "base", **{(m, s): f"{m.lower()}-s{s}" for m in RL_METHODS for s in plan.rl_seeds}}
+
 
 _EPS = 1e-9  # thresholds compare with this slack (a 5.0-point gain computed as 0.04999999999 still counts)
 
-_BOUND_LABEL = "expected optimum (mean exact success probability; sampled Pass@k can exceed it)"
+BOUND_LABEL = "expected optimum (mean exact success probability; sampled Pass@k can exceed it)"
 
 
 @dataclass
@@ -65,7 +91,7 @@ class DemoTables:
         headroom: mean budget headroom of the evaluated maps per T.
         bound: the expected optimum per T: the mean over maps of the exact success probability of
             the optimal policy within T turns.
-        dynamics: per RL run, the first and last R_multi, R_single and training success.
+        dynamics: per RL run (by :func:`run_label`), the first and last R_multi, R_single and training success.
         t_max: the environment's T_max.
     """
 
@@ -78,18 +104,23 @@ class DemoTables:
     t_max: int
 
 
-def _load(out: Path, method: str, budget: str) -> tuple[list[Any], int]:
+def _load(out: Path, folder: str, budget: str) -> tuple[list[Any], int]:
     from arlkit.rollout.records import read_trajectories
 
-    folder = out / "eval" / method.lower() / budget.rstrip("%")
-    trajectories = read_trajectories(folder / "trajectories.jsonl")
-    with open(folder / "passkt.csv", encoding="utf-8") as handle:
+    run = out / "eval" / folder / budget.rstrip("%")
+    trajectories = read_trajectories(run / "trajectories.jsonl")
+    with open(run / "passkt.csv", encoding="utf-8") as handle:
         row = next(csv.DictReader(handle))
     return trajectories, int(row["T"])
 
 
-def write_tables(out: Path, plan: DemoPlan, runs: Mapping[str, Path]) -> DemoTables:
-    """``table.csv``, ``passkt.png`` and ``training_dynamics.png`` from the evaluations in ``out/eval/``."""
+def write_tables(out: Path, plan: DemoPlan, runs: Mapping[tuple[str, int], Path]) -> DemoTables:
+    """``table.csv``, ``passkt.png`` and ``training_dynamics.png`` from the evaluations in ``out/eval/``.
+
+    A method's value on a map is the mean of its runs' per-map Pass@k (each from that run's own samples):
+    the expected Pass@k of the method with its RL seed drawn at random. With several seeds, each run also
+    gets its own rows (``Full seed 0``), with its differences ``Full seed 0 - Base`` and ``BudgetMix seed 0
+    - Full seed 0`` (the same seed, paired over maps)."""
     from arlkit.envs import make
     from arlkit.metrics import bootstrap_mean, paired_bootstrap_difference
     from arlkit.metrics.passkt import per_task_pass
@@ -98,26 +129,38 @@ def write_tables(out: Path, plan: DemoPlan, runs: Mapping[str, Path]) -> DemoTab
     tasks = env.tasks("test", plan.eval_tasks)
     task_ids = [t.task_id for t in tasks]
     ks = [k for k in (1, 2, 4, 8, 16) if k <= plan.eval_samples]
+    folders = eval_folders(plan)
+    seeds = list(plan.rl_seeds)
     rows: list[dict[str, Any]] = []
-    per_task: dict[tuple[str, int, int], np.ndarray] = {}
     budgets_T: list[int] = []
+
+    def add(budget: str, T: int, k: int, name: str, est: Any) -> None:
+        rows.append({"budget": budget, "T": T, "k": k, "method": name, "pass": est.value, "ci_low": est.low,
+                     "ci_high": est.high})
+
     for budget in plan.budgets:
-        for method in METHODS:
-            trajectories, T = _load(out, method, budget)
-            if T not in budgets_T:
-                budgets_T.append(T)
-            for k in ks:
-                values = per_task_pass(trajectories, T, k, "announced", task_ids)
-                per_task[(method, T, k)] = values
-                est = bootstrap_mean(values, resamples=2000, seed=0)
-                rows.append({"budget": budget, "T": T, "k": k, "method": method, "pass": est.value,
-                             "ci_low": est.low, "ci_high": est.high})
-        T = budgets_T[-1]
+        per_run: dict[tuple[str, int | None], dict[int, np.ndarray]] = {}
+        for key, folder in folders.items():
+            trajectories, T = _load(out, folder, budget)
+            per_run[key] = {k: per_task_pass(trajectories, T, k, "announced", task_ids) for k in ks}
+        if T not in budgets_T:
+            budgets_T.append(T)
+        pooled = {m: {k: np.mean([per_run[key][k] for key in folders if key[0] == m], axis=0) for k in ks}
+                  for m in METHODS}
+        singles = [key for key in folders if key[1] is not None] if len(seeds) > 1 else []
+        for k in ks:
+            for method in METHODS:
+                add(budget, T, k, method, bootstrap_mean(pooled[method][k], resamples=2000, seed=0))
+            for key in singles:
+                add(budget, T, k, run_label(*key), bootstrap_mean(per_run[key][k], resamples=2000, seed=0))
         for k in ks:
             for a, b in (("BudgetMix", "Full"), ("Full", "Base"), ("BudgetMix", "Base")):
-                diff = paired_bootstrap_difference(per_task[(a, T, k)], per_task[(b, T, k)], resamples=2000, seed=0)
-                rows.append({"budget": budget, "T": T, "k": k, "method": f"{a} - {b}", "pass": diff.value,
-                             "ci_low": diff.low, "ci_high": diff.high})
+                diff = paired_bootstrap_difference(pooled[a][k], pooled[b][k], resamples=2000, seed=0)
+                add(budget, T, k, f"{a} - {b}", diff)
+            for seed in seeds if singles else []:
+                for a, b in ((("Full", seed), ("Base", None)), (("BudgetMix", seed), ("Full", seed))):
+                    diff = paired_bootstrap_difference(per_run[a][k], per_run[b][k], resamples=2000, seed=0)
+                    add(budget, T, k, f"{run_label(*a)} - {run_label(*b)}", diff)
     headroom, bound = {}, {}
     for T in budgets_T:
         h, p = [], []
@@ -136,19 +179,17 @@ def write_tables(out: Path, plan: DemoPlan, runs: Mapping[str, Path]) -> DemoTab
     return DemoTables(rows, budgets_T, ks, headroom, bound, dynamics, int(env.t_max))
 
 
-def base_r_single(runs: Mapping[str, Path]) -> float | None:
+def base_r_single(runs: Mapping[Any, Path]) -> float | None:
     """The base (behaviour-cloned) model's optimal-action rate on the R_single state pool (the issue's
     "R_single >= 0.8"; ``val/r_single_optimal``: the share of sampled replies that are oracle-optimal for
     the announced remaining budget). The RL runs validate their starting checkpoint at step 0
-    (:mod:`arlkit.recipes.rl`), so it is step 0's value of the first run that has one (``None`` when no
-    run validated step 0)."""
+    (:mod:`arlkit.recipes.rl`), each on the pool its seed draws, so it is the mean of the runs' step-0
+    values (``None`` when no run validated step 0)."""
     from arlkit.train import read_metrics
 
-    for run in runs.values():
-        for line in read_metrics(run / "metrics.jsonl"):
-            if int(line["step"]) == 0 and "val/r_single_optimal" in line:
-                return float(line["val/r_single_optimal"])
-    return None
+    values = [float(line["val/r_single_optimal"]) for run in runs.values() for line in read_metrics(run / "metrics.jsonl")
+              if int(line["step"]) == 0 and "val/r_single_optimal" in line]
+    return float(np.mean(values)) if values else None
 
 
 # -- findings ------------------------------------------------------------------------------------------
@@ -158,7 +199,7 @@ def _points(x: float) -> str:
     return f"{100 * x:+.1f}"
 
 
-def _with_ci(row: Mapping[str, Any], signed: bool = True) -> str:
+def with_ci(row: Mapping[str, Any], signed: bool = True) -> str:
     f = _points if signed else (lambda x: f"{100 * x:.1f}")
     return f"{f(row['pass'])} [{f(row['ci_low'])}, {f(row['ci_high'])}]"
 
@@ -195,15 +236,15 @@ def demo_findings(rows: Sequence[Mapping[str, Any]], bound: Mapping[int, float],
     plays = base["pass"] >= BASE_SHARE_OF_OPTIMUM * optimum - _EPS
     steps = r_single is not None and r_single >= BASE_R_SINGLE - _EPS
     shown = "not measured (no step-0 validation)" if r_single is None else f"{r_single:.3f}"
-    one = (f"1. The base plays: {_verdict(plays and steps)}. Base Pass@1 at {at(t_max)} is {_with_ci(base, False)}% "
+    one = (f"1. The base plays: {_verdict(plays and steps)}. Base Pass@1 at {at(t_max)} is {with_ci(base, False)}% "
            f"({'>=' if plays else '<'} {BASE_SHARE_OF_OPTIMUM:g} x the expected optimum {100 * optimum:.1f}% = "
            f"{100 * BASE_SHARE_OF_OPTIMUM * optimum:.1f}%); its optimal-action rate on the fixed R_single state "
-           f"pool (step-0 validation of the RL runs) is {shown} (needs >= {BASE_R_SINGLE:g}).")
+           f"pools (mean of the RL runs' step-0 validations) is {shown} (needs >= {BASE_R_SINGLE:g}).")
 
     gain = cell[("Full - Base", t_max)]
     helps = gain["pass"] >= RL_GAIN - _EPS and gain["ci_low"] > 0
     two = (f"2. RL helps where the budget is ample: {_verdict(helps)}. Full - Base at {at(t_max)} is "
-           f"{_with_ci(gain)} points (needs >= {_points(RL_GAIN)} with the CI above 0).")
+           f"{with_ci(gain)} points (needs >= {_points(RL_GAIN)} with the CI above 0).")
 
     small = cell[("Full - Base", tight)]
     shrinks = gain["ci_low"] > 0 and small["pass"] < gain["pass"]
@@ -214,15 +255,15 @@ def demo_findings(rows: Sequence[Mapping[str, Any]], bound: Mapping[int, float],
         how = "the advantage does not shrink: it is as large or larger at the tight budget (RT found it smaller)"
     if gain["ci_low"] <= 0:
         how += "; at T_max it is not resolvable (CI contains 0)"
-    three = (f"3. ... and less where the budget is tight: {_verdict(shrinks)}. Full - Base is {_with_ci(small)} points at "
-             f"{at(tight)} vs {_with_ci(gain)} at {at(t_max)}: {how} (point estimates; the two CIs "
+    three = (f"3. ... and less where the budget is tight: {_verdict(shrinks)}. Full - Base is {with_ci(small)} points at "
+             f"{at(tight)} vs {with_ci(gain)} at {at(t_max)}: {how} (point estimates; the two CIs "
              f"{'overlap' if overlap else 'do not overlap'}).")
 
     mix_tight, mix_full = cell[("BudgetMix - Full", tight)], cell[("BudgetMix - Full", t_max)]
     robust = mix_tight["pass"] > 0 and mix_tight["ci_low"] > 0
     parity = mix_full["pass"] >= -BUDGETMIX_SLACK - _EPS
-    four = (f"4. BudgetMix is robust: {_verdict(robust and parity)}. BudgetMix - Full is {_with_ci(mix_tight)} points at "
-            f"{at(tight)} (needs > 0 with the CI above 0: {'yes' if robust else 'no'}) and {_with_ci(mix_full)} at "
+    four = (f"4. BudgetMix is robust: {_verdict(robust and parity)}. BudgetMix - Full is {with_ci(mix_tight)} points at "
+            f"{at(tight)} (needs > 0 with the CI above 0: {'yes' if robust else 'no'}) and {with_ci(mix_full)} at "
             f"{at(t_max)} (needs >= {_points(-BUDGETMIX_SLACK)}: {'yes' if parity else 'no'}).")
     return [one, two, three, four]
 
@@ -279,126 +320,9 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-# -- summary -------------------------------------------------------------------------------------------
-
-
-def wall_time(seconds: Mapping[str, float]) -> str:
-    """``3.2 min (model 6s, bc 19s, ...)``: the sum of the stages and each stage."""
-    total = sum(seconds.values())
-    return f"{total / 60:.1f} min ({', '.join(f'{k} {v:.0f}s' for k, v in seconds.items())})"
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
-
-
-def write_summary(out: Path, plan: DemoPlan, tables: DemoTables, findings: Sequence[str], readings: Sequence[str],
-                  seconds: Mapping[str, float], runs: Mapping[str, Path]) -> None:
-    """``out/summary.md``: findings, Pass@1 and Pass@K tables, the paired verdicts, the step-level
-    readings, training dynamics, files and the wall time of every stage (:func:`wall_time`)."""
-    atomic_write_text(out / "summary.md", _summary(plan, tables, findings, readings, seconds, runs))
-
-
-def _label_horizon(plan: DemoPlan) -> str:
-    horizon = ("T_max at every step (a budget-unaware expert)" if plan.sft.get("label_horizon") == "t_max"
-               else "the announced remaining budget")
-    noise = float(plan.sft.get("label_noise", 0.0))
-    return horizon + (f", {noise:g} of the labels replaced by a random action" if noise > 0 else "")
-
-
-def _prompt_sentence(prompt: Any) -> str:
-    """How the demo's prompts look, in one sentence (with the recorded prompt version)."""
-    from arlkit.rollout.prompts import prompt_version
-
-    window = "the current map only" if prompt.history == 0 else f"history {prompt.history}"
-    if prompt.profile == "compact":
-        layout = "after a one-line budget statement ('turns remaining: 05 of 08'), no system prompt"
-    else:
-        layout = "with the turn counters " + ("after it" if prompt.counters == "observation" else "in the system prompt")
-    return f"Prompts ({prompt_version(prompt)}) show {window} {layout}; the same prompts in cloning, RL and evaluation."
-
-
-def _summary(plan: DemoPlan, tables: DemoTables, findings: Sequence[str], readings: Sequence[str],
-             seconds: Mapping[str, float], runs: Mapping[str, Path]) -> str:
-    rows, budgets_T, ks, t_max = tables.rows, tables.budgets_T, tables.ks, tables.t_max
-    cell = {(r["method"], r["T"], r["k"]): r for r in rows}
-    lines = [
-        "# arlkit demo: RL at the full budget vs BudgetMix (RT Table 1 on the embedded tiny model)",
-        "",
-        f"Nano model (~1M parameters), behaviour-cloned, then {plan.rl['steps']} RL steps each "
-        f"({plan.rl['algo'].get('adv_estimator', 'grpo')} advantages"
-        f"{', dynamic filtering' if plan.rl['algo'].get('dynamic_filtering') else ''}, "
-        f"{plan.rl['tasks_per_step']} maps x {plan.rl['group_size']} rollouts per step, same seeds); evaluated on "
-        f"{plan.eval_tasks} held-out budget-sensitive 5x5 FrozenLake maps (slippery, success rate 0.8, "
-        f"T_max = {t_max}), {plan.eval_samples} samples per map and budget, budgets announced in the prompt. "
-        f"{_prompt_sentence(plan.prompt)} Behaviour cloning labels: the oracle planning for {_label_horizon(plan)}.",
-        "",
-        "## Findings (held-out maps, Pass@1 in %, differences in points, 95% bootstrap CIs over maps, paired for "
-        "differences)",
-        "",
-        *findings,
-        "",
-        SEED_CAVEAT,
-        "",
-    ]
-    for k in sorted({ks[0], ks[-1]}):
-        lines += [f"## Pass@{k} (%, 95% bootstrap CI over maps)", ""]
-        header = ["method"] + [f"T={T} ({round(100 * T / t_max)}%)" for T in budgets_T]
-        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        for method in (*METHODS, "Full - Base", "BudgetMix - Full"):
-            values = [cell[(method, T, k)] for T in budgets_T]
-            lines.append(f"| {method} | " + " | ".join(
-                f"{_pct(v['pass'])} [{_pct(v['ci_low'])}, {_pct(v['ci_high'])}]" for v in values) + " |")
-        if k == 1:
-            lines.append(f"| {_BOUND_LABEL} | " + " | ".join(_pct(tables.bound[T]) for T in budgets_T) + " |")
-            lines.append("| budget headroom | " + " | ".join(_pct(tables.headroom[T]) for T in budgets_T) + " |")
-        lines.append("")
-    k0 = ks[0]
-
-    def verdicts(pair: str, a: str, b: str) -> str:
-        out = []
-        for T in budgets_T:
-            d = cell[(pair, T, k0)]
-            if d["ci_low"] > 0:
-                out.append(f"T={T}: {a} better ({_pct(d['pass'])} points, CI above 0)")
-            elif d["ci_high"] < 0:
-                out.append(f"T={T}: {a} worse ({_pct(d['pass'])} points, CI below 0)")
-            else:
-                out.append(f"T={T}: no resolvable difference ({_pct(d['pass'])} points, CI contains 0)")
-        return f"- Pass@{k0}, {a} - {b} (paired over maps): " + "; ".join(out) + "."
-
-    best = max(cell[(m, budgets_T[-1], k0)]["pass"] for m in METHODS)
-    lines += ["## What this run shows", "",
-              verdicts("BudgetMix - Full", "BudgetMix", "Full"),
-              verdicts("Full - Base", "Full", "Base"),
-              "- RT's Qwen3-4B result for comparison: BudgetMix gains most at small budgets "
-              "(+7.5 / +5.3 / +4.0 points at 25/50/75% on average, parity at 100%). Here, at T_max the best "
-              f"method reaches {_pct(best)}% Pass@{k0} against the expected optimum's {_pct(tables.bound[budgets_T[-1]])}%; "
-              "the budget headroom row is the ceiling of any BudgetMix gain on these maps.", ""]
-    lines += ["## Below trajectory success: Base vs Full step by step (`analysis/`)", "", *readings, ""]
-    if tables.dynamics:
-        lines += ["## Training", "", "| run | R_multi start -> end | R_single start -> end | train success first -> last |",
-                  "|---|---|---|---|"]
-        for method, d in tables.dynamics.items():
-            lines.append(f"| {method} | {d.get('r_multi_0', math.nan):.3f} -> {d.get('r_multi_1', math.nan):.3f} | "
-                         f"{d.get('r_single_0', math.nan):.3f} -> {d.get('r_single_1', math.nan):.3f} | "
-                         f"{d.get('succ_0', math.nan):.3f} -> {d.get('succ_1', math.nan):.3f} |")
-        lines.append("")
-    lines += ["## Files", "",
-              "- `table.csv`: Pass@k per budget, method and k with 95% CIs, and the paired differences",
-              "- `passkt.png`: Pass@T (K = 1 and the largest K) and Pass@K per budget, three methods",
-              "- `training_dynamics.png`: R_multi (held-out reward), R_single (oracle step quality on a fixed "
-              "state pool) and training success over steps",
-              "- `analysis/`: matched-state step quality (`steps.*`) and error states (`errors.*`), Base vs Full at T_max",
-              f"- `bc/`, `{runs['Full'].name}/`, `{runs['BudgetMix'].name}/` (config, metrics.jsonl, rollouts.jsonl, "
-              "checkpoints, final model; `arlkit budgetmix audit` works on the BudgetMix run), `eval/`, `report.html`",
-              "",
-              f"Wall time: {wall_time(seconds)}: every stage from the start of the demo to the writing of this file "
-              "(report = tables, plots and report.html); a re-run counts only what it redid.", ""]
-    return "\n".join(lines)
-
-
 _COLOURS = {"Base": "tab:gray", "Full": "tab:blue", "BudgetMix": "tab:orange"}
+_SEED_COLOURS = {"Full": ("tab:blue", "tab:cyan", "navy", "tab:purple"),
+                 "BudgetMix": ("tab:orange", "tab:red", "gold", "tab:brown")}
 
 
 def _plot_pass(path: Path, rows: list[dict[str, Any]], bound: dict[int, float]) -> None:
@@ -408,21 +332,23 @@ def _plot_pass(path: Path, rows: list[dict[str, Any]], bound: dict[int, float]) 
     save_figure(fig_passkt(curves, title="Base, Full and BudgetMix on held-out maps", colors=_COLOURS), path)
 
 
-def _dynamics(path: Path, runs: Mapping[str, Path]) -> dict[str, dict[str, float]]:
-    """``training_dynamics.png`` (R_multi, R_single and training success per RL run) and each run's
-    first and last value of each."""
+def _dynamics(path: Path, runs: Mapping[tuple[str, int], Path]) -> dict[str, dict[str, float]]:
+    """``training_dynamics.png`` (R_multi, R_single and training success, a line per RL run) and each run's
+    first and last value of each, by :func:`run_label`."""
     from arlkit.train import read_metrics
 
-    metrics = {method: read_metrics(run / "metrics.jsonl") for method, run in runs.items()}
+    metrics = {run_label(*key): read_metrics(run / "metrics.jsonl") for key, run in runs.items()}
+    seeds = sorted({seed for _, seed in runs})
+    colours = {run_label(m, s): _SEED_COLOURS[m][i % 4] for m, s in runs for i in [seeds.index(s)]}
     panels = [("val/reward", "R_multi: held-out reward (T_max)"), ("val/r_single", "R_single: oracle step quality (fixed pool)"),
               ("reward/success", "training success (own budgets)")]  # fmt: skip
-    save_figure(fig_dynamics(metrics, panels, colors=_COLOURS), path)
+    save_figure(fig_dynamics(metrics, panels, colors=colours), path)
     summary: dict[str, dict[str, float]] = {}
-    for method, records in metrics.items():
+    for label, records in metrics.items():
         d: dict[str, float] = {}
         for key, name in (("val/reward", "r_multi"), ("val/r_single", "r_single"), ("reward/success", "succ")):
             seen = [m[key] for m in records if key in m]
             if seen:
                 d[f"{name}_0"], d[f"{name}_1"] = seen[0], seen[-1]
-        summary[method] = d
+        summary[label] = d
     return summary
