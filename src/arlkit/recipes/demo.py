@@ -9,11 +9,13 @@
    announced budgets: Pass@k with 95% bootstrap CIs over tasks, and the paired BudgetMix - Full
    difference with its CI (RT Table 1's comparison); a method's runs are pooled (per map, the mean of
    their Pass@k), and each seed's numbers are reported too.
-5. Below trajectory success, Base vs Full (the first RL seed's run) on their T_max evaluations: step quality at matched states
-   and continuation from injected error states (:mod:`arlkit.recipes.analyze`), into ``analysis/``.
+5. Below trajectory success, Base vs Full (the first RL seed's run) on their T_max evaluations: step
+   quality at matched states and continuation from injected error states (:mod:`arlkit.recipes.analyze`),
+   into ``analysis/``.
 6. Write ``table.csv``, ``passkt.png`` (Pass@T and Pass@K), ``training_dynamics.png`` (R_multi, R_single
    and training reward over steps), ``report.html`` and ``summary.md`` (the four findings, MET or MISSED,
-   first) (:mod:`arlkit.recipes.demo_outputs`, :mod:`arlkit.recipes.demo_summary`), next to one folder per stage.
+   first) (:mod:`arlkit.recipes.demo_outputs`, :mod:`arlkit.recipes.demo_summary`), next to one folder
+   per stage.
 
 Each stage shows one progress bar with its ETA (BC steps, the RL runs' steps, evaluation trajectories,
 analyses, report parts); ``summary.md``'s wall-time line and the final message are the same line and

@@ -80,8 +80,8 @@ def analysis_job(kind: str, runs: list[str], base: str, rl: str, out: str, confi
 
 
 def training_status(runs: dict[str, Path], steps: int) -> Callable[[], tuple[int, str]]:
-    """A poll of both runs' ``metrics.jsonl``: steps done in all and each run's latest step and training
-    success."""
+    """A poll of the runs' ``metrics.jsonl`` (name -> run folder): steps done in all and each run's latest
+    step and training success."""
     from arlkit.train import read_metrics
 
     def status() -> tuple[int, str]:
