@@ -1,4 +1,4 @@
-"""Where the budget-aware decisions are on the demo's FrozenLake maps (docs/training.md, "Where BudgetMix's signal is").
+"""Where the budget-aware decisions are on a shipped FrozenLake set (docs/training.md, "Where BudgetMix's signal is").
 
 For an episode of budget T played by the demo's cloned expert (the oracle planning for T_max at every step),
 computed exactly from each map's MDP:
@@ -9,7 +9,7 @@ computed exactly from each map's MDP:
 - large: the same sum over the pairs with gain >= 0.1;
 - visits: the expected number of visits to those pairs.
 
-    .venv/bin/python scripts/budget_signal.py --maps 200 --budgets 8,10,13,16,20,23,26,29,32
+    .venv/bin/python scripts/budget_signal.py --set budget_fork --maps 200 --budgets 8,10,13,16,20,23,26,29,32
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 
 from arlkit.envs.frozenlake.maps import lake_model
-from arlkit.envs.frozenlake.sets import SHIPPED_PARAMS, shipped_maps
+from arlkit.envs.frozenlake.sets import SHIPPED_SETS, shipped_maps
 
 
 def episode_signal(desc: tuple[str, ...], budget: int, t_max: int, success_rate: float,
@@ -46,13 +46,16 @@ def episode_signal(desc: tuple[str, ...], budget: int, t_max: int, success_rate:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--set", dest="task_set", choices=sorted(SHIPPED_SETS), default="budget_fork",
+                        help="the shipped task set (default budget_fork, the demo's)")
     parser.add_argument("--maps", type=int, default=200, help="the first N shipped training maps (default 200)")
     parser.add_argument("--budgets", default="8,10,13,16,20,23,26,29,32", help="episode budgets, comma-separated")
     args = parser.parse_args()
-    maps = shipped_maps(SHIPPED_PARAMS, "train", args.maps)
+    params = SHIPPED_SETS[args.task_set].params
+    maps = shipped_maps(args.task_set, params, "train", args.maps)
     if maps is None:
         parser.error(f"--maps must be at most the shipped set's training maps, got {args.maps}")
-    t_max, rate = SHIPPED_PARAMS["t_max"], SHIPPED_PARAMS["success_rate"]
+    t_max, rate = params["t_max"], params["success_rate"]
     print("budget  signal  large part  visits to large pairs")
     for budget in (int(b) for b in args.budgets.split(",")):
         rows = np.array([episode_signal(desc, budget, t_max, rate) for desc in maps])

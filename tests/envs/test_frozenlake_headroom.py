@@ -1,4 +1,4 @@
-"""Budget headroom (docs/metrics.md#budget-headroom) and the budget-sensitive FrozenLake task set."""
+"""Budget headroom and first-move gain (docs/metrics.md#budget-headroom) and the screened FrozenLake task sets."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from arlkit.envs import make
-from arlkit.envs.frozenlake.maps import GAMMA, generate_random_map, lake_model
-from arlkit.envs.frozenlake.sets import SHIPPED_COUNTS, SHIPPED_PARAMS, budget_sensitive_maps, quarter_budget
+from arlkit.envs.frozenlake.maps import GAMMA, generate_random_map, lake_model, reaches_goal
+from arlkit.envs.frozenlake.sets import SHIPPED_SETS, budget_fork_maps, budget_sensitive_maps, quarter_budget
 
 
 def test_headroom_on_a_hand_made_map() -> None:
@@ -111,14 +111,62 @@ def test_budget_sensitive_generator_meets_the_threshold() -> None:
     assert again == maps
 
 
-def test_shipped_set_is_budget_sensitive_disjoint_and_loaded() -> None:
-    env = make("frozenlake", size=5, t_max=32, success_rate=0.8, task_set="budget_sensitive")
-    train = env.tasks("train", SHIPPED_COUNTS["train"])
-    test = env.tasks("test", SHIPPED_COUNTS["test"])
+def test_first_move_gain_on_a_hand_made_map() -> None:
+    # Map  S F      cells 0 1     slippery, success rate p = 0.6 (each sideways slip 0.2), T_max = 60.
+    #      H G            2 3
+    # At S, Right reaches F with p and falls into the hole with 0.2; Up never falls (it stays, or slips
+    # Right to F with 0.2). With gamma = 0.95 the discounted oracle plays the safe Up: E[gamma^N] of
+    # reaching F is 0.2 g / (1 - 0.8 g) = 0.79 for Up against 0.6 g / (1 - 0.2 g) = 0.70 for Right.
+    # Within a budget of 2 turns, with optimal play after the first move (Down at F, p):
+    # Right p * p = 0.36; Up 0.2 * p = 0.12; Down (0.6 hole, 0.2 stays, 0.2 to F) 0.2 * p = 0.12.
+    # First-move gain at 2 = 0.36 - 0.12 = 0.24; at 60 the oracles agree: 0.
+    model = lake_model(("SF", "HG"), True, 0.6)
+    assert model.planning_policy(60)[0, 0].tolist() == [0, 0, 0, 1]  # Up
+    assert model.first_move_gain(2, 60) == pytest.approx(0.24, abs=1e-12)
+    assert model.first_move_gain(60, 60) == pytest.approx(0.0, abs=1e-12)
+    assert lake_model(("SF", "HG"), True, 0.8).first_move_gain(2, 60) == pytest.approx(0.0, abs=1e-12)  # Right
+    with pytest.raises(ValueError, match="budget must be between 1 and t_max = 60, got 61"):
+        model.first_move_gain(61, 60)
+
+
+def test_reaches_goal_searches_from_the_start() -> None:
+    assert reaches_goal(["FFF", "HHH", "SFG"])  # the start is on the bottom row, beside the goal
+    assert not reaches_goal(["SFF", "HHH", "FFG"])
+    assert reaches_goal(["FFF", "FHH", "FHG"]) is False and reaches_goal(["FFG", "FHH", "FHH"])  # no S: top-left
+
+
+def test_budget_fork_generator_meets_the_threshold_with_starts_anywhere() -> None:
+    def first(n: int) -> list[tuple[str, ...]]:
+        return [desc for desc in budget_fork_maps(5, 0.8, 32, threshold=0.2, seed=3, restarts=400)
+                if desc is not None][:n]  # fmt: skip
+
+    maps = first(30)
+    assert len(set(maps)) == 30 and first(30) == maps  # distinct and deterministic
+    starts = {"".join(desc).index("S") for desc in maps}
+    assert len(starts) >= 2 and starts != {0}  # the start is not pinned to the corner
+    for desc in maps:
+        model = lake_model(desc, True, 0.8)
+        assert reaches_goal(desc) and model.first_move_gain(quarter_budget(32), 32) >= 0.2
+        # the fork: the full-budget oracle's first move is not the best one at 25% of T_max
+        best = model.q_values(8, gamma=1.0)[8, model.start]
+        assert model.planning_policy(32)[0, model.start] @ best < best.max() - 0.2 + 1e-9
+
+
+@pytest.mark.parametrize("task_set", sorted(SHIPPED_SETS))
+def test_shipped_sets_are_screened_disjoint_and_loaded(task_set: str) -> None:
+    shipped = SHIPPED_SETS[task_set]
+    p = shipped.params
+    env = make("frozenlake", size=p["size"], t_max=p["t_max"], success_rate=p["success_rate"], task_set=task_set,
+               headroom_threshold=p["threshold"])  # fmt: skip
+    train = env.tasks("train", shipped.counts["train"])
+    test = env.tasks("test", shipped.counts["test"])
     assert not {t.task_id for t in train} & {t.task_id for t in test}
     for task in test[::5] + train[::10]:
         env.reset(task, 0)
-        assert env.headroom(quarter_budget(32)) >= SHIPPED_PARAMS["threshold"]
+        if task_set == "budget_sensitive":
+            assert env.model.headroom(quarter_budget(32), 32) >= p["threshold"]
+        else:
+            assert env.model.first_move_gain(quarter_budget(32), 32) >= p["threshold"]
     # the shipped file is what the generator produces
     fresh = type(env)(env.config, use_shipped=False)  # type: ignore[call-arg,attr-defined]
     assert [t.task_id for t in fresh.tasks("train", 10)] == [t.task_id for t in train[:10]]

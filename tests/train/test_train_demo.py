@@ -93,8 +93,9 @@ def _pooled_is_the_mean_of_the_seeds(rows: list[dict]) -> None:
 
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "seeded" / "demo_quick_table.csv"
-"""The quick demo's table, recorded when the demo's recipe last changed on purpose (compact prompts, a
-budget-unaware expert; docs/training.md, "The demo's recipe"): re-record it only with such a change."""
+"""The quick demo's table, recorded when the demo's recipe last changed on purpose (session 18: the
+budget-fork maps, an aware share in cloning; docs/training.md, "The demo's recipe"): re-record it only
+with such a change."""
 RECORDED_ON = "AVX512"
 """torch's CPU kernel family on the machine that recorded the file (``torch.backends.cpu.get_cpu_capability()``)."""
 
@@ -130,8 +131,12 @@ def test_a_demo_plan_needs_distinct_rl_seeds() -> None:
     from arlkit.recipes.demo import demo_plan
     from arlkit.recipes.demo_outputs import eval_folders, rl_runs
 
-    plan = demo_plan(quick=False)
-    assert plan.rl_seeds == (0, 1) and plan.rl["steps"] == 30
+    full = demo_plan(quick=False)
+    assert full.rl_seeds == (0,) and full.rl["steps"] == 30
+    assert [p.name for p in rl_runs(Path("d"), full).values()] == ["rl-full-s0", "rl-budgetmix-s0"]
+    assert list(eval_folders(full).values()) == ["base", "full-s0", "budgetmix-s0"]
+    plan = demo_plan(quick=True)
+    assert plan.rl_seeds == (0, 1)
     assert [p.name for p in rl_runs(Path("d"), plan).values()] == ["rl-full-s0", "rl-full-s1", "rl-budgetmix-s0",
                                                                     "rl-budgetmix-s1"]
     assert list(eval_folders(plan).values()) == ["base", "full-s0", "full-s1", "budgetmix-s0", "budgetmix-s1"]

@@ -257,3 +257,32 @@ def test_label_noise_needs_relabelled_labels() -> None:
                                          tasks=2, samples=1))
     with pytest.raises(ValueError, match="label_noise"):
         SFTConfig(label_noise=1.5)
+
+
+def test_aware_share_labels_that_share_of_trajectories_with_the_budget_aware_oracle() -> None:
+    """``aware_share`` picks whole trajectories (by their seed) whose labels plan for the announced budget;
+    the others keep the T_max labels, and the states are the same either way."""
+    args = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_fork", "headroom_threshold": 0.2}
+    common = dict(env=EnvSpec("frozenlake", args), expert="noisy-oracle:0.3", tasks=60, samples=2, budget="25%",
+                  prompt=PromptConfig(history=0, profile="compact"))
+    unaware = collect_demonstrations(SFTConfig(label_horizon="t_max", **common))
+    aware = collect_demonstrations(SFTConfig(label_horizon="announced", **common))
+    mixed = collect_demonstrations(SFTConfig(label_horizon="t_max", aware_share=0.5, **common))
+    assert [t.task_id for t in mixed.trajectories] == [t.task_id for t in unaware.trajectories]
+    kinds = []
+    for u, a, m in zip(unaware.optimal, aware.optimal, mixed.optimal, strict=True):
+        assert m in (u, a)  # each trajectory is labelled by one oracle throughout
+        if u != a:
+            kinds.append(m == a)
+    # on budget-fork maps at 25% of T_max the two oracles disagree in most trajectories (at the first move)
+    assert len(kinds) > 60
+    assert 0.35 < sum(kinds) / len(kinds) < 0.65, sum(kinds) / len(kinds)
+
+
+def test_aware_share_needs_the_budget_unaware_relabelling() -> None:
+    with pytest.raises(ValueError, match="aware_share .* needs relabel: true and label_horizon: t_max"):
+        SFTConfig(aware_share=0.3)  # label_horizon announced: already aware
+    with pytest.raises(ValueError, match="aware_share"):
+        SFTConfig(aware_share=0.3, label_horizon="t_max", relabel=False)
+    with pytest.raises(ValueError, match="aware_share"):
+        SFTConfig(aware_share=-0.1, label_horizon="t_max")

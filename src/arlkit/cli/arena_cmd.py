@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("arena", help="every policy-optimisation preset on one testbed (ARLArena Table 3)",
                               description=__doc__)  # fmt: skip
     p.add_argument("--env", default="frozenlake",
-                   help="environment (default frozenlake: without --env-arg, the demo's budget-sensitive 5x5 maps)")
+                   help="environment (default frozenlake: without --env-arg, the budget-sensitive 5x5 maps)")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE", help="environment option")
     p.add_argument("--presets", default=None, metavar="A,B,...",
                    help="arena variants (default: AA Table 3's twelve: grpo,grpo-st,gspo,cispo,cispo-sm,sapo,sapo-sm,"
@@ -62,9 +62,9 @@ def _handle(args: argparse.Namespace) -> int:
     try:
         overrides = parse_key_values(args.env_arg, option="--env-arg")
         if args.env == "frozenlake" and not overrides:
-            from arlkit.recipes.demo import DEMO_ENV
+            from arlkit.recipes.arena import ARENA_ENV
 
-            overrides = dict(DEMO_ENV)  # 70-turn 4x4 slippery episodes would take the tiny model hours
+            overrides = dict(ARENA_ENV)
         env_config(args.env, overrides)
         seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 3)))
         budgets = tuple(b.strip() for b in args.budgets.split(",") if b.strip())

@@ -1,7 +1,7 @@
 """``arlkit demo``: arlkit's main job on the embedded default.
 
 By default the seeds' central experiment (:mod:`arlkit.recipes.demo`): build the tiny model offline,
-behaviour cloning on budget-sensitive FrozenLake maps (a budget-unaware expert), RL at the full budget
+behaviour cloning on budget-fork FrozenLake maps (a mostly budget-unaware expert), RL at the full budget
 and with BudgetMix from the same checkpoint, and the evaluation of all three at 25/50/75/100% of T_max
 (<= 15 minutes on a 2-core CPU; ``--quick`` about 3).
 

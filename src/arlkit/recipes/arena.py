@@ -27,7 +27,11 @@ from arlkit.recipes.jobs import evaluation_status, run_workers
 from arlkit.rollout.prompts import PromptConfig
 from arlkit.rundir import claim_run_dir, read_complete_jsonl
 
-__all__ = ["ARENA_VARIANTS", "ArenaPlan", "ArenaRow", "arena_plan", "run_arena"]
+__all__ = ["ARENA_ENV", "ARENA_VARIANTS", "ArenaPlan", "ArenaRow", "arena_plan", "run_arena"]
+
+ARENA_ENV: dict[str, Any] = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitive"}
+"""FrozenLake's default testbed (without ``--env-arg``): the shipped budget-sensitive 5x5 maps, on which the
+arena's cloning and RL sizes were measured (70-turn 4x4 slippery episodes would take the tiny model hours)."""
 
 ARENA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "grpo": ("grpo", {}),

@@ -39,8 +39,21 @@ def write_summary(out: Path, plan: DemoPlan, tables: DemoTables, findings: Seque
 def _label_horizon(plan: DemoPlan) -> str:
     horizon = ("T_max at every step (a budget-unaware expert)" if plan.sft.get("label_horizon") == "t_max"
                else "the announced remaining budget")
+    aware = float(plan.sft.get("aware_share", 0.0))
     noise = float(plan.sft.get("label_noise", 0.0))
-    return horizon + (f", {noise:g} of the labels replaced by a random action" if noise > 0 else "")
+    return (horizon + (f", except in {aware:g} of the trajectories: the announced remaining budget" if aware > 0 else "")
+            + (f"; {noise:g} of the labels replaced by a random action" if noise > 0 else ""))
+
+
+_MAP_SETS = {"budget_fork": "budget-fork (the map forks at the start: a short route beside holes, a safe detour)",
+             "budget_sensitive": "budget-sensitive", "random": "random"}
+
+
+def _maps_phrase(plan: DemoPlan) -> str:
+    """The evaluated maps in a few words, from the plan's environment."""
+    args = plan.env.args
+    size = args.get("size", 4)
+    return f"{_MAP_SETS.get(args.get('task_set', 'random'), args.get('task_set'))} {size}x{size} FrozenLake maps"
 
 
 def _prompt_sentence(prompt: Any) -> str:
@@ -66,7 +79,7 @@ def _summary(plan: DemoPlan, tables: DemoTables, findings: Sequence[str], readin
         f"each ({plan.rl['algo'].get('adv_estimator', 'grpo')} advantages"
         f"{', dynamic filtering' if plan.rl['algo'].get('dynamic_filtering') else ''}, "
         f"{plan.rl['tasks_per_step']} maps x {plan.rl['group_size']} rollouts per step, same seeds); evaluated on "
-        f"{plan.eval_tasks} held-out budget-sensitive 5x5 FrozenLake maps (slippery, success rate 0.8, "
+        f"{plan.eval_tasks} held-out {_maps_phrase(plan)} (slippery, success rate {plan.env.args.get('success_rate', 1 / 3):g}, "
         f"T_max = {t_max}), {plan.eval_samples} samples per map and budget, budgets announced in the prompt. "
         f"{_prompt_sentence(plan.prompt)} Behaviour cloning labels: the oracle planning for {_label_horizon(plan)}.",
         "",

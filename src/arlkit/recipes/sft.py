@@ -6,7 +6,8 @@
    (default) every step's target is the oracle's optimal action for the remaining budget the prompt
    announced (states from the noisy expert, rebuilt by replaying its actions; labels from the oracle);
    otherwise the expert's own reply is cloned. ``label_horizon: t_max`` labels with the oracle planning for
-   the full budget at every step instead (a budget-unaware expert). ``keep: success`` keeps only successful trajectories (ARLArena's
+   the full budget at every step instead (a budget-unaware expert), except in an ``aware_share`` of the
+   trajectories. ``keep: success`` keeps only successful trajectories (ARLArena's
    self-bootstrapped variant with a model as the expert).
 2. **Fine-tuning** on the reply tokens only: each row is the exact prompt plus the target reply; prompt
    and observation tokens are context, the loss is the mean negative log-likelihood of reply tokens.
@@ -73,7 +74,8 @@ def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Seque
                    ) -> tuple[list[list[str]], list[list[set[str]]]]:
     """Per trajectory and turn, the oracle's reply and optimal actions in the state the turn started
     from, rebuilt by replaying the recorded actions (:func:`~arlkit.analysis.states.replay`), for the
-    remaining budget the prompt announced (the oracle's horizon; T_max with ``label_horizon: t_max``); the reply's action is drawn among
+    remaining budget the prompt announced (the oracle's horizon; T_max with ``label_horizon: t_max``, except in
+    the ``aware_share`` of trajectories drawn per trajectory seed); the reply's action is drawn among
     the optimal ones by a generator seeded with (policy seed, turn)."""
     env = make(config.env.name, **config.env.args)
     assert isinstance(env, Oracle)  # checked before the rollouts
@@ -81,11 +83,14 @@ def _oracle_labels(config: SFTConfig, tasks: Sequence[Task], trajectories: Seque
     targets, optimal = [], []
     for trajectory in trajectories:
         labels, best_sets = [], []
+        aware = config.label_horizon == "announced" or (
+            config.aware_share > 0
+            and np.random.default_rng([trajectory.policy_seed & 0xFFFFFFFFFFFF, 9]).random() < config.aware_share)
         for t in replay(env, by_id[trajectory.task_id], trajectory):
             turn = trajectory.turns[t]
             shown = turn.prompt.messages if turn.prompt is not None else ()
             request = Request(shown, trajectory.policy_seed, t, env, turn.remaining)
-            horizon = oracle_horizon(request) if config.label_horizon == "announced" else int(env.t_max)
+            horizon = oracle_horizon(request) if aware else int(env.t_max)
             best = list(env.optimal_actions(horizon))
             best_sets.append({a.lower() for a in best})
             rng = np.random.default_rng([request.seed & 0xFFFFFFFFFFFF, request.turn, 7])

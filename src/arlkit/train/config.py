@@ -251,6 +251,11 @@ class SFTConfig:
     trajectory seed and turn, apart from the oracle's tie-breaking): the cloned expert is then the
     epsilon-greedy version of the labelling oracle, whose mistakes are noise that RL can sharpen away
     rather than systematic (``docs/training.md``, "The demo's recipe")."""
+    aware_share: float = late_field(0.0)
+    """With ``relabel`` and ``label_horizon: t_max``, the share of demonstrations (drawn per trajectory
+    seed) labelled by the budget-aware oracle instead, as with ``announced``: a base that acts on the
+    announced budget some of the time, as pretrained LLMs partly do, so that budget-aware RL meets the
+    budget-aware moves among its own samples (``docs/training.md``, "The budget-fork maps")."""
     keep: Literal["all", "success"] = "all"
     """Which demonstrations to keep: all, or only successful trajectories (ARLArena's self-bootstrapped
     recipe with a model as the expert)."""
@@ -300,6 +305,10 @@ class SFTConfig:
             check_number(name, getattr(self, name), ge=1)
         check_number("seed", self.seed, ge=0)
         check_number("label_noise", self.label_noise, ge=0, le=1)
+        check_number("aware_share", self.aware_share, ge=0, le=1)
+        if self.aware_share > 0 and not (self.relabel and self.label_horizon == "t_max"):
+            raise ValueError("aware_share mixes budget-aware labels into a budget-unaware expert's: it needs "
+                             "relabel: true and label_horizon: t_max")
         _check_sections(self)
         if not isinstance(self.optim, OptimConfig):
             raise ValueError(f"optim: expected an OptimConfig, got {self.optim!r}")

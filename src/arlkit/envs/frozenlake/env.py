@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from arlkit.config import late_field
-from arlkit.envs.frozenlake.sets import budget_sensitive_maps, shipped_maps
+from arlkit.envs.frozenlake.sets import GENERATORS, shipped_maps
 from arlkit.envs.frozenlake.maps import ACTIONS, LakeModel, generate_random_map, lake_model, random_start
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
@@ -35,11 +35,15 @@ class FrozenLakeConfig:
         t_max: the family's full turn budget T_max (RT uses 70).
         seed: seed of the task stream (which maps exist); the split of a map depends only on its
             content.
-        task_set: ``random`` (Gymnasium's random maps) or ``budget_sensitive`` (slippery maps whose
-            budget headroom at 25% of T_max is at least ``headroom_threshold``; see
-            :mod:`arlkit.envs.frozenlake.sets`).
-        headroom_threshold: the least headroom of a ``budget_sensitive`` map.
-        start: ``corner`` (Gymnasium's start, the top-left cell) or ``random`` (each task starts on
+        task_set: ``random`` (Gymnasium's random maps), ``budget_sensitive`` (slippery maps whose
+            budget headroom at 25% of T_max is at least ``headroom_threshold``) or ``budget_fork``
+            (slippery maps, the start anywhere, whose budget-aware first move at 25% of T_max gains
+            at least ``headroom_threshold`` success over the full-budget oracle's); see
+            :mod:`arlkit.envs.frozenlake.sets`.
+        headroom_threshold: the least headroom of a ``budget_sensitive`` map, or the least first-move
+            gain of a ``budget_fork`` map (its shipped set uses 0.2).
+        start: ``corner`` (the map's own start: Gymnasium's top-left cell, anywhere on ``budget_fork``
+            maps) or ``random`` (each task starts on
             a frozen cell drawn from the map's content and ``seed``, from which the goal is
             reachable: varied distances to the goal, e.g. for training; the maps themselves are
             those of ``task_set``, whose screening assumed the corner start).
@@ -51,7 +55,7 @@ class FrozenLakeConfig:
     success_rate: float = 1.0 / 3.0
     t_max: int = 70
     seed: int = 0
-    task_set: Literal["random", "budget_sensitive"] = "random"
+    task_set: Literal["random", "budget_sensitive", "budget_fork"] = "random"
     headroom_threshold: float = 0.10
     start: Literal["corner", "random"] = late_field("corner")
 
@@ -64,10 +68,10 @@ class FrozenLakeConfig:
             raise ValueError(f"success_rate must be in [0, 1], got {self.success_rate}")
         if self.t_max < 1:
             raise ValueError(f"t_max must be >= 1, got {self.t_max}")
-        if self.task_set not in ("random", "budget_sensitive"):
-            raise ValueError(f"task_set must be random or budget_sensitive, got {self.task_set!r}")
-        if self.task_set == "budget_sensitive" and not self.slippery:
-            raise ValueError("task_set=budget_sensitive needs slippery=true (deterministic maps have no headroom)")
+        if self.task_set not in ("random", *GENERATORS):
+            raise ValueError(f"task_set must be one of random, {', '.join(GENERATORS)}; got {self.task_set!r}")
+        if self.task_set != "random" and not self.slippery:
+            raise ValueError(f"task_set={self.task_set} needs slippery=true (deterministic maps have no headroom)")
         if self.start not in ("corner", "random"):
             raise ValueError(f"start must be corner or random, got {self.start!r}")
 
@@ -89,8 +93,8 @@ class FrozenLakeEnv:
 
     # -- tasks ---------------------------------------------------------------------------------
     def _map_stream(self) -> Iterator[tuple[str, ...] | None]:
-        if self.config.task_set == "budget_sensitive":
-            yield from budget_sensitive_maps(
+        if self.config.task_set != "random":
+            yield from GENERATORS[self.config.task_set](
                 self.config.size,
                 self.config.success_rate,
                 self.config.t_max,
@@ -107,12 +111,12 @@ class FrozenLakeEnv:
         return [self.task_from_map(self._place_start(desc)) for desc in self._maps(split, n)]
 
     def _maps(self, split: str, n: int) -> list[tuple[str, ...]]:
-        budget_sensitive = self.config.task_set == "budget_sensitive"
-        if budget_sensitive and self._use_shipped:
-            shipped = shipped_maps(self._set_params(), split, n)
+        screened = self.config.task_set != "random"
+        if screened and self._use_shipped:
+            shipped = shipped_maps(self.config.task_set, self._set_params(), split, n)
             if shipped is not None:
                 return shipped
-        max_draws = 20 * n + 200 if budget_sensitive else 50 * n + 5_000
+        max_draws = 20 * n + 200 if screened else 50 * n + 5_000
         return collect_split(self._map_stream(), "\n".join, split, n, max_draws=max_draws)
 
     def _place_start(self, desc: tuple[str, ...]) -> tuple[str, ...]:

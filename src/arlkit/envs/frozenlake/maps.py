@@ -29,9 +29,12 @@ GAMMA = 0.95
 
 
 def reaches_goal(board: Sequence[str]) -> bool:
-    """Depth-first search from the top-left cell over non-hole cells to the goal."""
+    """Depth-first search from the start ``S`` (the top-left cell when the board has none) over
+    non-hole cells to the goal."""
     size = len(board)
-    frontier, seen = [(0, 0)], {(0, 0)}
+    flat = "".join(board)
+    start = divmod(flat.index("S"), size) if "S" in flat else (0, 0)
+    frontier, seen = [start], {start}
     while frontier:
         r, c = frontier.pop()
         for dr, dc in _MOVES:
@@ -197,6 +200,18 @@ class LakeModel:
         else:
             aware = float(self.policy_success_probability(self.planning_policy(budget, criterion), budget)[self.start])
         return aware - float(full)
+
+    def first_move_gain(self, budget: int, t_max: int) -> float:
+        """The budget-aware first move's gain at ``budget`` (docs/metrics.md#budget-headroom): the success
+        probability within ``budget`` of the best first move minus that of the first move of the oracle
+        planning for ``t_max`` (ties spread uniformly), each followed by optimal play (gamma 1). Positive
+        only where a tight budget changes the very first decision, which full-budget training never
+        meets with that budget left."""
+        if not 1 <= budget <= t_max:
+            raise ValueError(f"budget must be between 1 and t_max = {t_max}, got {budget}")
+        success = self.q_values(budget, gamma=1.0)[budget, self.start]
+        expert = self.planning_policy(t_max)[0, self.start]
+        return float(success.max() - expert @ success)
 
 
 def random_start(desc: tuple[str, ...], rng: np.random.Generator) -> tuple[str, ...]:
