@@ -254,7 +254,7 @@ class SFTConfig:
     aware_share: float = late_field(0.0)
     """With ``relabel`` and ``label_horizon: t_max``, the share of demonstrations (drawn per trajectory
     seed) labelled by the budget-aware oracle instead, as with ``announced``: a base that acts on the
-    announced budget some of the time, as pretrained LLMs partly do, so that budget-aware RL meets the
+    announced budget some of the time, so that budget-aware RL meets the
     budget-aware moves among its own samples (``docs/training.md``, "The budget-fork maps")."""
     keep: Literal["all", "success"] = "all"
     """Which demonstrations to keep: all, or only successful trajectories (ARLArena's self-bootstrapped
