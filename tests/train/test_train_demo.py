@@ -18,14 +18,27 @@ from arlkit.rollout.prompts import COMPACT_PROMPT_VERSION
 from arlkit.train import audit_run, read_metrics
 
 
-@pytest.mark.slow
-def test_demo_quick_writes_every_file(tmp_path: Path) -> None:
-    out = tmp_path / "demo"
+@dataclasses.dataclass(frozen=True)
+class QuickDemo:
+    out: Path
+    done: subprocess.CompletedProcess
+    wall: float
+
+
+@pytest.fixture(scope="module")
+def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> QuickDemo:
+    """One ``arlkit demo --quick`` run (about 4 minutes on 2 cores) shared by the tests that read it."""
+    out = tmp_path_factory.mktemp("quick") / "demo"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     t0 = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--out", str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    wall = time.monotonic() - t0
+                          capture_output=True, text=True, timeout=900)
+    return QuickDemo(out, done, time.monotonic() - t0)
+
+
+@pytest.mark.slow
+def test_demo_quick_writes_every_file(quick_demo: QuickDemo) -> None:
+    out, done, wall = quick_demo.out, quick_demo.done, quick_demo.wall
     assert done.returncode == 0, done.stderr[-3000:]
     assert "everything is in" in done.stdout and "BudgetMix - Full" in done.stdout
     for name in ("summary.md", "table.csv", "passkt.png", "training_dynamics.png", "timing.json", "report.html"):
@@ -80,7 +93,6 @@ def test_demo_quick_writes_every_file(tmp_path: Path) -> None:
     for r in rows:
         assert float(r["ci_low"]) <= float(r["pass"]) <= float(r["ci_high"])
     assert "Pass@1" in summary and "Pass@8" in summary and "budget headroom" in summary
-    _same_table_as_recorded(out / "table.csv")
 
 
 def _pooled_is_the_mean_of_the_seeds(rows: list[dict]) -> None:
@@ -92,28 +104,30 @@ def _pooled_is_the_mean_of_the_seeds(rows: list[dict]) -> None:
             assert abs(value[(budget, "1", method)] - sum(runs) / 2) < 1e-5, (budget, method)
 
 
-RECORDED = Path(__file__).resolve().parents[1] / "data" / "seeded" / "demo_quick_table.csv"
-"""The quick demo's table, recorded when the demo's recipe last changed on purpose (session 18: the
-budget-fork maps, an aware share in cloning; docs/training.md, "The demo's recipe"): re-record it only
-with such a change."""
-RECORDED_ON = "AVX512"
-"""torch's CPU kernel family on the machine that recorded the file (``torch.backends.cpu.get_cpu_capability()``)."""
+RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "seeded"
+"""The quick demo's table (``demo_quick_table.<kernels>.csv``), one per torch CPU kernel family
+(``torch.backends.cpu.get_cpu_capability()``), recorded when the demo's recipe last changed on purpose (session
+18: the budget-fork maps, an aware share in cloning; docs/training.md, "The demo's recipe"); re-record them only
+with such a change. A family has its own file because float reductions round differently between kernel
+families and a sampled token that flips sends a trajectory elsewhere: measured in session 20, the AVX2 table
+differs from the AVX512 one in 24 of its 224 cells, by up to one sample of 64 at Pass@1 and one map of 8 at
+Pass@8 (the full demo's tables differ by several points: docs/training.md), so no tolerance between families
+is principled."""
 
 
-def _same_table_as_recorded(table: Path) -> None:
-    """The seeded quick demo's table equals the recorded one: byte for byte on a CPU with the recording
-    machine's kernels; elsewhere float reductions may round
-    differently, so within 1/64 (one map of 64 at Pass@1) per cell, and the test says which it checked."""
+@pytest.mark.slow
+def test_demo_quick_table_is_the_recorded_one(quick_demo: QuickDemo) -> None:
+    """The seeded quick demo is deterministic: on a CPU of a recorded kernel family its table is byte for byte
+    the recorded one."""
     import torch
 
-    if torch.backends.cpu.get_cpu_capability() == RECORDED_ON:
-        assert table.read_bytes() == RECORDED.read_bytes()
-        return
-    with open(table) as a, open(RECORDED) as b:
-        after, before = list(csv.DictReader(a)), list(csv.DictReader(b))
-    assert [(r["budget"], r["k"], r["method"]) for r in after] == [(r["budget"], r["k"], r["method"]) for r in before]
-    for x, y in zip(after, before, strict=True):
-        assert abs(float(x["pass"]) - float(y["pass"])) <= 1 / 64 + 1e-9, (x, y)
+    kernels = torch.backends.cpu.get_cpu_capability()
+    recorded = RECORDINGS / f"demo_quick_table.{kernels}.csv"
+    if not recorded.is_file():
+        known = sorted(p.name for p in RECORDINGS.glob("demo_quick_table.*.csv"))
+        pytest.skip(f"no quick-demo table recorded for {kernels} kernels (recorded: {', '.join(known)})")
+    assert quick_demo.done.returncode == 0, quick_demo.done.stderr[-3000:]
+    assert (quick_demo.out / "table.csv").read_bytes() == recorded.read_bytes()
 
 
 def test_a_demo_directory_refuses_another_plan(tmp_path: Path) -> None:

@@ -90,7 +90,8 @@ class DemoPlan:
 
 
 def demo_plan(quick: bool) -> DemoPlan:
-    """The full demo (<= 15 minutes on a 2-core CPU) or ``--quick`` (<= 3 minutes, a smoke test).
+    """The full demo (12.3 minutes on a fast 2-core CPU, 40.9 on a slow one: docs/training.md) or
+    ``--quick`` (a smoke test).
 
     The recipe (docs/training.md, "The demo's recipe", with what was tried and measured):
 

@@ -20,7 +20,10 @@ from typing import Any
 from arlkit.config import EnvSpec
 from arlkit.rollout.prompts import PromptConfig
 
-__all__ = ["JOBS", "analysis_job", "eval_job", "evaluation_status", "quiet", "run_workers", "train_job", "training_status"]
+__all__ = [
+    "JOBS", "analysis_job", "eval_job", "evaluation_status", "exit_with_parent", "quiet", "run_workers", "train_job",
+    "training_status",
+]
 
 
 def quiet() -> None:
@@ -167,8 +170,28 @@ def run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs:
             log.close()
 
 
+def exit_with_parent(poll_every: float = 1.0) -> None:
+    """End this process when the one that started it is gone (a daemon thread checks every
+    ``poll_every`` seconds whether the process was handed to another parent). :func:`run_workers`
+    kills its jobs when it stops in any way it can see; a parent killed outright (SIGKILL, say a
+    test's timeout) cannot, and its jobs would otherwise run on, burning the CPU, for minutes. An
+    RL job killed this way resumes from its last checkpoint; an evaluation reruns."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_every)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def _worker(kind: str, arguments: str) -> int:
-    """Entry point of one job (``python -m arlkit.recipes.jobs train|eval|analysis JSON``)."""
+    """Entry point of one job (``python -m arlkit.recipes.jobs train|eval|analysis JSON``); it ends
+    with its parent (:func:`exit_with_parent`)."""
+    exit_with_parent()
     job = JOBS[kind]
     job(**json.loads(arguments))
     return 0
