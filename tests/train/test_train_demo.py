@@ -108,11 +108,12 @@ RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "seeded"
 """The quick demo's table (``demo_quick_table.<kernels>.csv``), one per torch CPU kernel family
 (``torch.backends.cpu.get_cpu_capability()``), recorded when the demo's recipe last changed on purpose (session
 18: the budget-fork maps, an aware share in cloning; docs/training.md, "The demo's recipe"); re-record them only
-with such a change. A family has its own file because float reductions round differently between kernel
-families and a sampled token that flips sends a trajectory elsewhere: measured in session 20, the AVX2 table
-differs from the AVX512 one in 24 of its 224 cells, by up to one sample of 64 at Pass@1 and one map of 8 at
-Pass@8 (the full demo's tables differ by several points: docs/training.md), so no tolerance between families
-is principled."""
+with such a change. Session 20's unshared cloning forwards changed the quick demo's weights in the last bits but
+no sampled token: its AVX2 table stayed byte for byte the same, so the AVX512 one, recorded before, is kept.
+A family has its own file because float reductions round differently between kernel families and a sampled
+token that flips sends a trajectory elsewhere: measured in session 20, the AVX2 table differs from the AVX512
+one in 24 of its 224 cells, by up to one sample of 64 at Pass@1 and one map of 8 at Pass@8 (the full demo's
+tables differ by several points: docs/training.md), so no tolerance between families is principled."""
 
 
 @pytest.mark.slow
@@ -125,7 +126,8 @@ def test_demo_quick_table_is_the_recorded_one(quick_demo: QuickDemo) -> None:
     recorded = RECORDINGS / f"demo_quick_table.{kernels}.csv"
     if not recorded.is_file():
         known = sorted(p.name for p in RECORDINGS.glob("demo_quick_table.*.csv"))
-        pytest.skip(f"no quick-demo table recorded for {kernels} kernels (recorded: {', '.join(known)})")
+        pytest.skip(f"no quick-demo table recorded for {kernels} kernels (recorded: {', '.join(known)}); record it "
+                    f"with `arlkit demo --quick --out D` and `cp D/table.csv {recorded}`")
     assert quick_demo.done.returncode == 0, quick_demo.done.stderr[-3000:]
     assert (quick_demo.out / "table.csv").read_bytes() == recorded.read_bytes()
 

@@ -149,6 +149,29 @@ def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Pa
         run_sft(SFTConfig(**{**config.__dict__, "steps": 8}), tmp_path / "resumed", progress=False)
 
 
+def test_share_prefix_off_clones_the_same_model_with_unshared_forwards(nano_dir: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from arlkit.recipes import run_sft
+    from arlkit.recipes import sft as sft_module
+
+    config = SFTConfig(model=str(nano_dir), env=EnvSpec("frozenlake", FOUR_MAPS), expert="noisy-oracle:0.3", tasks=2,
+                       samples=2, prompt=PromptConfig("announced", history=0, profile="compact"), steps=3, batch_rows=16,
+                       optim=OptimConfig(lr=3e-3, warmup_steps=1))
+    real_score_rows, asked = sft_module.score_rows, []
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        asked.append(kwargs["share_prefix"])
+        return real_score_rows(*args, **kwargs)
+
+    monkeypatch.setattr(sft_module, "score_rows", recording)
+    shared = run_sft(config, tmp_path / "shared", progress=False)
+    unshared = run_sft(SFTConfig(**{**config.__dict__, "share_prefix": False}), tmp_path / "unshared", progress=False)
+    assert asked == [True] * 3 + [False] * 3
+    # the same cloning, computed by other forwards: equal up to float rounding
+    assert abs(unshared.final_loss - shared.final_loss) < 1e-4 * max(1.0, shared.final_loss)
+    # the default stays out of run folders recorded before the option existed
+    assert "share_prefix" not in json.loads((tmp_path / "shared" / "run.json").read_text())["config"]
+
+
 class _RequestTimeLabels:
     """The labels as they were computed before the trajectories recorded their prompts: at request time,
     from the live environment, for the remaining budget the request announced."""

@@ -90,8 +90,9 @@ class DemoPlan:
 
 
 def demo_plan(quick: bool) -> DemoPlan:
-    """The full demo (12.3 minutes on a fast 2-core CPU, 40.9 on a slow one: docs/training.md) or
-    ``--quick`` (a smoke test).
+    """The full demo (30.3 minutes on a slow 2-core CPU with AVX2 kernels; the recipe before session 20
+    took 12.3 on a fast AVX512 one and 40.9 on the slow one: docs/training.md) or ``--quick`` (a smoke
+    test).
 
     The recipe (docs/training.md, "The demo's recipe", with what was tried and measured):
 
@@ -112,7 +113,12 @@ def demo_plan(quick: bool) -> DemoPlan:
       base's mistakes are noise that RL can sharpen away. The fork maps need twice the cloning of the
       corner-to-corner ones (after 500 steps the base reached 42% at T_max, after 1000 its
       optimal-action rate was 0.79-0.81; after 1200 it was 0.76 and RL gained less); lr 1.5e-3 and 2e-3
-      were worse, and 32-row batches too. Two torch threads for cloning, which runs alone: 1.5x faster.
+      were worse, and 32-row batches too. Eight demonstrations per map (43,633 rows, 1.5 passes) rather
+      than four (21,840, 3 passes): on the slow CPU the base's optimal-action rate was 0.766, and BudgetMix
+      came within 2 points of Full at T_max for the first time there. Two torch threads for cloning, which
+      runs alone (1.5x faster), and unshared forwards (``share_prefix: false``): a compact row shares only
+      ~20 of its ~53 tokens with others, and the small forwards that sharing splits a batch into cost
+      more than it saves (0.53 s instead of 0.79 s per 64-row step on the slow CPU).
     - **RL at lr 3e-4 with cosine decay** and a small KL (0.01) to the base: at a constant lr the BudgetMix
       run's reply format broke at step 29 of 30 (14% of its replies dropped the ``<think></think><action>``
       prefix; 16 points lost at T_max); with the decay it did not.
@@ -130,7 +136,8 @@ def demo_plan(quick: bool) -> DemoPlan:
     }
     common_sft: dict[str, Any] = {"expert": "noisy-oracle:0.3", "relabel": True, "label_horizon": "t_max",
                                   "label_noise": 0.1, "aware_share": 0.3,
-                                  "budget": "budgetmix", "tasks": 600, "samples": 4, "batch_rows": 64,
+                                  "budget": "budgetmix", "tasks": 600, "samples": 8, "batch_rows": 64,
+                                  "share_prefix": False,
                                   "optim": {"lr": 1e-3, "warmup_steps": 20, "schedule": "cosine"}}
     if quick:
         return DemoPlan(

@@ -255,7 +255,8 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
             if not epoch:
                 epoch = _batches(systems, config.batch_rows, rng)
             batch = [rows[i] for i in epoch.pop()]
-            scores = score_rows(model, batch, max_tokens=config.max_tokens, pad_id=chat.pad_id, precision=precision)
+            scores = score_rows(model, batch, max_tokens=config.max_tokens, pad_id=chat.pad_id, precision=precision,
+                                share_prefix=config.share_prefix)
             logp = torch.cat(scores.logprobs)
             loss = -logp.mean()
             optimizer.zero_grad(set_to_none=True)

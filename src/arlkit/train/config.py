@@ -289,6 +289,11 @@ class SFTConfig:
     """Attention kernel (``arlkit``, ``sdpa`` or ``eager``; see :class:`TrainConfig`)."""
     max_tokens: int = 16384
     """Padded tokens per forward chunk."""
+    share_prefix: bool = late_field(True)
+    """Encode prompt prefixes shared by several rows of a batch once (exact; see :class:`TrainConfig`). Off
+    pays on short rows: rows of the compact profile (~53 tokens) share ~20, and the many small forwards
+    that sharing splits a 64-row batch into cost more than the tokens saved (docs/training.md, "A demo
+    that fits the slower CPU")."""
     seed: int = 0
     """Seed of the demonstrations and the row order."""
     checkpoint_every: int = 50
