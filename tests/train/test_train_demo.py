@@ -142,6 +142,17 @@ def test_a_demo_directory_refuses_another_plan(tmp_path: Path) -> None:
         _claim(tmp_path, demo_plan(quick=False))
 
 
+def test_finding_1_reads_the_base_on_the_evaluation_maps() -> None:
+    """The base's optimal-action rate (finding 1, the RL runs' step-0 R_single) is measured on a pool
+    built from the same held-out maps as the evaluation (docs/training.md, "The fast CPU again")."""
+    from arlkit.recipes.demo import demo_plan
+
+    full = demo_plan(quick=False)
+    dynamics = full.rl["validation"]["dynamics"]
+    assert dynamics["pool_tasks"] == full.eval_tasks == 100
+    assert dynamics["states"] >= 4 * full.eval_tasks and dynamics["actions"] >= 4
+
+
 def test_a_demo_plan_needs_distinct_rl_seeds() -> None:
     from arlkit.config import ConfigError
     from arlkit.recipes.demo import demo_plan

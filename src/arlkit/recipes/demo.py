@@ -90,9 +90,8 @@ class DemoPlan:
 
 
 def demo_plan(quick: bool) -> DemoPlan:
-    """The full demo (30.3 minutes on a slow 2-core CPU with AVX2 kernels; the recipe before session 20
-    took 12.3 on a fast AVX512 one and 40.9 on the slow one: docs/training.md) or ``--quick`` (a smoke
-    test).
+    """The full demo (10-13 minutes on a fast 2-core CPU with AVX512 kernels, 30.3 on a slow one with AVX2
+    kernels: docs/training.md) or ``--quick`` (a smoke test).
 
     The recipe (docs/training.md, "The demo's recipe", with what was tried and measured):
 
@@ -115,7 +114,9 @@ def demo_plan(quick: bool) -> DemoPlan:
       optimal-action rate was 0.79-0.81; after 1200 it was 0.76 and RL gained less); lr 1.5e-3 and 2e-3
       were worse, and 32-row batches too. Eight demonstrations per map (43,633 rows, 1.5 passes) rather
       than four (21,840, 3 passes): on the slow CPU the base's optimal-action rate was 0.766, and BudgetMix
-      came within 2 points of Full at T_max for the first time there. Two torch threads for cloning, which
+      came within 2 points of Full at T_max for the first time there. (Measured since: passes raise the
+      optimal-action rate, not demonstrations, and a base cloned for 3.7 passes left Full RL +1.6 points
+      at T_max: docs/training.md, "The fast CPU again".) Two torch threads for cloning, which
       runs alone (1.5x faster), and unshared forwards (``share_prefix: false``): a compact row shares only
       ~20 of its ~53 tokens with others, and the small forwards that sharing splits a batch into cost
       more than it saves (0.53 s instead of 0.79 s per 64-row step on the slow CPU).
@@ -153,9 +154,11 @@ def demo_plan(quick: bool) -> DemoPlan:
     return DemoPlan(
         sft={**common_sft, "steps": 1000},
         rl={**common_rl, "steps": 30, "tasks_per_step": 8, "group_size": 8,
-            # R_multi on 64 maps x 2 samples: on 32 x 1 its sampling error (~7 points) hid a 6-point gain
+            # R_multi on 64 maps x 2 samples: on 32 x 1 its sampling error (~7 points) hid a 6-point gain.
+            # R_single's pool spans the 100 evaluation maps: finding 1 reads the base's step-0 value, and a
+            # pool from the first 32 maps read 0.03-0.05 below one from 128 for two bases (session 21)
             "validation": {"every": 10, "tasks": 64, "samples": 2,
-                           "dynamics": {"states": 128, "actions": 4, "pool_tasks": 32, "pool_samples": 2}}},
+                           "dynamics": {"states": 512, "actions": 4, "pool_tasks": 100, "pool_samples": 2}}},
         eval_tasks=100, eval_samples=8,
     )
 
