@@ -3,7 +3,7 @@
 By default the seeds' central experiment (:mod:`arlkit.recipes.demo`): build the tiny model offline,
 behaviour cloning on budget-fork FrozenLake maps (a mostly budget-unaware expert), RL at the full budget
 and with BudgetMix from the same checkpoint, and the evaluation of all three at 25/50/75/100% of T_max
-(30 minutes on a slow 2-core CPU; the previous recipe took 12 on a fast one; ``--quick`` a few).
+(10 minutes on a fast 2-core CPU; the previous recipe took 30 on a slow one; ``--quick`` a few).
 
 ``--scripted``: no model; a Pass@(K,T) evaluation of scripted policies of known quality (oracle, a noisy
 oracle, random) on the same maps, the step-level diagnostics of the noisy vs the exact oracle, and
