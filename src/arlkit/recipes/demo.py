@@ -124,8 +124,9 @@ def demo_plan(quick: bool) -> DemoPlan:
       so step-level groups assign credit per state, and all-equal groups are resampled; from the same
       base, GiGPO gained +6.3 points at 25% of T_max in 30 steps, GRPO +3.0 in 60 (neither moved T_max).
       Its step returns discount by 0.99 per turn in the full demo instead of GiGPO's 0.95: from the same
-      base Full then gained +4.1 points at T_max instead of +1.6 (a discount pays for the short route
-      beside holes, which the full budget does not need; one run each).
+      base Full then gained +4.1 points at T_max instead of +1.6 (a discounted return pays more for a
+      sooner success, so for the short route beside holes that the full budget does not need; one run
+      each).
     - **One RL seed of 30 steps per method**: the fork maps' longer cloning leaves the 15-minute bound
       room for one seed (two seeds pooled, as on the corner-to-corner maps, add up to about 19 minutes
       with 30 steps and 16 with 20, from the measured stages); the tables and ``summary.md`` say that
