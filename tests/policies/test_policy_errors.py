@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -42,15 +41,21 @@ class Front:
     faults: int = 0
     bodies: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # canned (status, body) replies
     release: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    counted: threading.Condition = field(default_factory=threading.Condition)  # notified on every fault
 
     def take(self) -> str | None:
-        with self.lock:
+        with self.counted:
             self.chats += 1
             if self.fault is None or (self.count is not None and self.faults >= self.count):
                 return None
             self.faults += 1
+            self.counted.notify_all()
             return self.fault
+
+    def wait_faults(self, done: Callable[[int], bool], deadline_s: float = 60.0) -> bool:
+        """Whether the fault count satisfies ``done`` within ``deadline_s`` (woken by each new fault)."""
+        with self.counted:
+            return self.counted.wait_for(lambda: done(self.faults), timeout=deadline_s)
 
 
 def _front_handler(front: Front, backend: OpenAICompatibleServer) -> type[BaseHTTPRequestHandler]:
@@ -127,16 +132,6 @@ def _config(url: str, timeout: float) -> EvalConfig:
                       samples=2, budgets=("50%", "100%"), sampling=GREEDY, backend=options, bootstrap=100)
 
 
-def _eventually(predicate: Callable[[], bool], deadline_s: float = 60.0) -> bool:
-    """Whether ``predicate`` holds within ``deadline_s`` (polled; true as soon as it holds)."""
-    end = time.monotonic() + deadline_s
-    while not predicate():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def _by_key(trajectories: list[Any]) -> dict[Any, Any]:
     return {t.key(): (t.turns, t.success_turn, t.ended_by) for t in trajectories}
 
@@ -167,9 +162,9 @@ def test_a_failing_server_leaves_trajectories_unfinished_and_a_rerun_completes_t
     # pooled connection the front had just closed can fail before reaching it; a timed-out client
     # may hang up before the front's thread counts, so wait for the count (generous deadline)
     if fault == "drop":
-        assert _eventually(lambda: state.faults >= 8) and state.faults <= 2 * 8, state.faults
+        assert state.wait_faults(lambda n: n >= 8) and state.faults <= 2 * 8, state.faults
     else:
-        assert _eventually(lambda: state.faults == 2 * 8), (fault, state.faults)
+        assert state.wait_faults(lambda n: n == 2 * 8), (fault, state.faults)
     assert len(read_trajectories(out / "errors.jsonl")) == 8
     assert read_trajectories(out / "trajectories.jsonl") == []
 
