@@ -86,7 +86,7 @@ def test_the_readme_runs_as_written(tmp_path: Path) -> None:
         if block.skip:
             continue
         started = time.monotonic()
-        code, out = _run(block, tmp_path, deadline_s=600)
+        code, out = _run(block, tmp_path, deadline_s=1800)  # generous: a loaded 2-core machine ran the sft block past 600 s
         timings.append((block.line, round(time.monotonic() - started, 1)))
         assert code == 0, f"README block at line {block.line} failed ({code}):\n{block.code}\n---\n{out[-4000:]}"
     print("README blocks (line, seconds):", timings, file=sys.stderr)
