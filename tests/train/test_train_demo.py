@@ -132,6 +132,34 @@ def test_demo_quick_table_is_the_recorded_one(quick_demo: QuickDemo) -> None:
     assert (quick_demo.out / "table.csv").read_bytes() == recorded.read_bytes()
 
 
+@pytest.mark.slow
+def test_a_rerun_with_other_rl_seeds_reuses_the_runs(quick_demo: QuickDemo, tmp_path: Path) -> None:
+    """``--rl-seeds 1`` into a copy of the quick demo (seeds 0 and 1): nothing is cloned, trained or
+    evaluated again, the tables hold seed 1 alone (the numbers of the first run's seed-1 rows), and
+    the step-level analyses, which compared Base with seed 0's Full run, are redone for seed 1's."""
+    import shutil
+
+    assert quick_demo.done.returncode == 0, quick_demo.done.stderr[-3000:]
+    out = tmp_path / "demo"
+    shutil.copytree(quick_demo.out, out)
+    done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--rl-seeds", "1", "--out", str(out)],
+                          env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for stage in ("building the nano model", "behaviour cloning", "RL at the full budget", "evaluating"):
+        assert stage not in done.stdout, done.stdout
+    assert "step-level diagnostics of Base vs Full seed 1 " in done.stdout
+    assert json.loads((out / "demo.json").read_text())["rl_seeds"] == [1]
+    assert json.loads((out / "analysis" / "compared.json").read_text())["rl"].endswith("rl-full-s1/final")
+    with open(quick_demo.out / "table.csv") as before, open(out / "table.csv") as after:
+        first = {(r["T"], r["k"], r["method"]): r["pass"] for r in csv.DictReader(before)}
+        second = {(r["T"], r["k"], r["method"]): r["pass"] for r in csv.DictReader(after)}
+    assert {m for _, _, m in second} == {"Base", "Full", "BudgetMix", "Full - Base", "BudgetMix - Base",
+                                         "BudgetMix - Full"}
+    for (T, k, method), value in second.items():
+        if method != "BudgetMix - Base":  # the first table has that difference pooled only
+            assert value == first[(T, k, method.replace("Full", "Full seed 1").replace("BudgetMix", "BudgetMix seed 1"))]
+
+
 def test_a_demo_directory_refuses_another_plan(tmp_path: Path) -> None:
     from arlkit.config import ConfigError
     from arlkit.recipes.demo import _claim, demo_plan
@@ -140,6 +168,60 @@ def test_a_demo_directory_refuses_another_plan(tmp_path: Path) -> None:
     _claim(tmp_path, demo_plan(quick=True))  # the same plan resumes
     with pytest.raises(ConfigError, match="different plan"):
         _claim(tmp_path, demo_plan(quick=False))
+
+
+def test_a_demo_directory_takes_other_rl_seeds(tmp_path: Path) -> None:
+    """Only the RL seeds may change in a demo folder (each seed has its own runs and evaluations); the
+    record then holds the seeds asked for last, and any other change is still refused."""
+    import json
+
+    from arlkit.config import ConfigError
+    from arlkit.recipes.demo import _claim, demo_plan
+
+    _claim(tmp_path, demo_plan(quick=False))
+    _claim(tmp_path, demo_plan(quick=False, rl_seeds=(0, 1, 2, 3)))
+    assert json.loads((tmp_path / "demo.json").read_text())["rl_seeds"] == [0, 1, 2, 3]
+    _claim(tmp_path, demo_plan(quick=False, rl_seeds=(2,)))
+    assert json.loads((tmp_path / "demo.json").read_text())["rl_seeds"] == [2]
+    with pytest.raises(ConfigError, match=r"different plan \(differs in: eval_tasks, ") as refused:
+        _claim(tmp_path, demo_plan(quick=True, rl_seeds=(2,)))
+    assert "rl_seeds" not in str(refused.value)
+    assert demo_plan(quick=True).rl_seeds == (0, 1) and demo_plan(quick=True, rl_seeds=[5]).rl_seeds == (5,)
+
+
+def test_step_analyses_of_another_full_run_are_redone(tmp_path: Path) -> None:
+    """The step-level analyses compare Base with the first seed's Full run: a re-run whose first seed
+    differs deletes them (so they run again); the same pair, or a resumed half, keeps them."""
+    from arlkit.recipes.demo import _stale_analysis
+
+    analysis = tmp_path / "analysis"
+    pair = {"base": "bc/model", "rl": "rl-full-s0/final"}
+    _stale_analysis(analysis, pair)  # a fresh folder: nothing to delete, the pair recorded
+    for name in ("steps.md", "steps.json", "errors.md"):
+        (analysis / name).write_text("x")
+    _stale_analysis(analysis, pair)
+    assert sorted(p.name for p in analysis.iterdir()) == ["compared.json", "errors.md", "steps.json", "steps.md"]
+    _stale_analysis(analysis, {**pair, "rl": "rl-full-s1/final"})
+    assert sorted(p.name for p in analysis.iterdir()) == ["compared.json"]
+    (analysis / "steps.md").write_text("x")
+    (analysis / "compared.json").unlink()  # a folder from before the record: its pair is unknown
+    _stale_analysis(analysis, pair)
+    assert sorted(p.name for p in analysis.iterdir()) == ["compared.json"]
+
+
+@pytest.mark.parametrize("seeds,message", [
+    ("0,x", "--rl-seeds '0,x': give non-negative integers separated by commas, e.g. 0,1,2,3"),
+    ("-1", "--rl-seeds '-1': give non-negative integers"),
+    ("", "--rl-seeds '': give non-negative integers"),
+    ("1,2,1", "--rl-seeds '1,2,1': a seed is repeated; give each seed once"),
+])
+def test_bad_rl_seeds_end_in_one_line(tmp_path: Path, seeds: str, message: str) -> None:
+    out = tmp_path / "demo"
+    done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--rl-seeds", seeds, "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"arlkit demo: error: {message}") and done.stderr.count("\n") == 1, done.stderr
+    assert not out.exists()  # refused before anything was written
 
 
 def test_finding_1_reads_the_base_on_the_evaluation_maps() -> None:

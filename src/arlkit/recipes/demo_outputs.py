@@ -52,7 +52,8 @@ def seed_caveat(seeds: Sequence[int]) -> str:
     """Said under the findings (summary.md, report.html): what the findings' CIs do and do not cover."""
     if len(seeds) == 1:
         return ("The CIs cover the choice of held-out maps for one RL run per method; they do not cover the RL seed, "
-                "which moves these differences by several points (docs/training.md, section 9, \"RL seeds\").")
+                "which moves these differences by several points (docs/training.md, section 9, \"RL seeds\"); "
+                "`arlkit demo --rl-seeds 0,1,2,3` pools four runs per method.")
     return (f"Full and BudgetMix are each pooled over {len(seeds)} RL runs (seeds {', '.join(map(str, seeds))}; per map, "
             "the mean of the runs' Pass@k). The CIs cover the choice of held-out maps; they do not cover the spread "
             "between RL seeds, which moves one run's differences by several points (each seed's differences: "
