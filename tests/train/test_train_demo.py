@@ -213,7 +213,7 @@ def test_step_analyses_of_another_full_run_are_redone(tmp_path: Path) -> None:
     ("0,x", "--rl-seeds '0,x': give non-negative integers separated by commas, e.g. 0,1,2,3"),
     ("-1", "--rl-seeds '-1': give non-negative integers"),
     ("", "--rl-seeds '': give non-negative integers"),
-    ("1,2,1", "--rl-seeds '1,2,1': a seed is repeated; give each seed once"),
+    ("1,2,1", "rl_seeds must be non-empty and without repeats, got [1, 2, 1]"),
 ])
 def test_bad_rl_seeds_end_in_one_line(tmp_path: Path, seeds: str, message: str) -> None:
     out = tmp_path / "demo"

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -145,20 +145,20 @@ def demo_plan(quick: bool, rl_seeds: Sequence[int] | None = None) -> DemoPlan:
                                   "budget": "budgetmix", "tasks": 600, "samples": 4, "batch_rows": 64,
                                   "share_prefix": False,
                                   "optim": {"lr": 1e-3, "warmup_steps": 20, "schedule": "cosine"}}
-    seeds = {} if rl_seeds is None else {"rl_seeds": tuple(rl_seeds)}
     if quick:
-        return DemoPlan(
+        plan = DemoPlan(
             # enough cloning to learn the reply format (an unformatted model runs every turn of every budget)
             sft={**common_sft, "tasks": 48, "samples": 2, "steps": 60, "batch_rows": 32},
             rl={**common_rl, "steps": 2, "tasks_per_step": 4, "group_size": 4, "checkpoint_every": 1,
                 "validation": {"every": 1, "tasks": 4, "dynamics": {"states": 16, "actions": 2, "pool_tasks": 4,
                                                                    "pool_samples": 2}}},
             eval_tasks=8, eval_samples=8,
-            **({"rl_seeds": (0, 1)} | seeds),  # two seeds, so that the quick run covers the pooled tables too
+            rl_seeds=(0, 1),  # two seeds, so that the quick run covers the pooled tables too
         )
+        return plan if rl_seeds is None else replace(plan, rl_seeds=tuple(rl_seeds))
     # Measured on the 2-core CPU: see docs/training.md, "The demo's recipe".
     eval_tasks = 100
-    return DemoPlan(
+    plan = DemoPlan(
         sft={**common_sft, "steps": 1250},
         # GiGPO's step returns discounted less than its default 0.95 (docs/training.md, "The fast CPU again")
         rl={**common_rl, "algo": {**common_rl["algo"], "gamma": 0.99}, "steps": 30, "tasks_per_step": 8,
@@ -168,8 +168,9 @@ def demo_plan(quick: bool, rl_seeds: Sequence[int] | None = None) -> DemoPlan:
             # pool from the first 32 maps read 0.03-0.05 below one from 128 for two bases (session 21)
             "validation": {"every": 10, "tasks": 64, "samples": 2,
                            "dynamics": {"states": 512, "actions": 4, "pool_tasks": eval_tasks, "pool_samples": 2}}},
-        eval_tasks=eval_tasks, eval_samples=8, **seeds,
+        eval_tasks=eval_tasks, eval_samples=8,
     )
+    return plan if rl_seeds is None else replace(plan, rl_seeds=tuple(rl_seeds))
 
 
 @dataclass
@@ -208,8 +209,8 @@ def _claim(out: Path, plan: DemoPlan) -> None:
     seeds may change: each seed's runs and evaluations have their own folders, so a demo re-run with
     more seeds reuses its cloning and the seeds it has, and the tables pool the seeds now asked for."""
     identity = json.loads(json.dumps(asdict(plan)))
-    claim_run_dir(out, identity, record="demo.json", allowed=None, what="plan", volatile=("rl_seeds",))
-    atomic_write_json(out / "demo.json", identity)
+    if claim_run_dir(out, identity, record="demo.json", allowed=None, what="plan", volatile=("rl_seeds",)).resumed:
+        atomic_write_json(out / "demo.json", identity)  # the seeds asked for now (a fresh claim wrote them)
 
 
 def _stale_analysis(analysis: Path, compared: dict[str, str]) -> None:
