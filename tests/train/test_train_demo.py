@@ -241,7 +241,7 @@ def test_a_demo_plan_needs_distinct_rl_seeds() -> None:
     from arlkit.recipes.demo_outputs import eval_folders, rl_runs
 
     full = demo_plan(quick=False)
-    assert full.rl_seeds == (0,) and full.rl["steps"] == 30
+    assert full.rl_seeds == (0,) and full.rl["steps"] == 45 and full.rl["algo"]["adv_estimator"] == "grpo"
     assert [p.name for p in rl_runs(Path("d"), full).values()] == ["rl-full-s0", "rl-budgetmix-s0"]
     assert list(eval_folders(full).values()) == ["base", "full-s0", "budgetmix-s0"]
     plan = demo_plan(quick=True)

@@ -3,7 +3,7 @@
 1. Build the nano model offline (tokenizer trained on arlkit's own prompts, random weights).
 2. Behaviour cloning on budget-fork FrozenLake training maps (oracle labels at the full budget, with a
    share of budget-aware ones), on every core the plan may use.
-3. RL at the full budget (Full) and with BudgetMix from the same checkpoint (GiGPO advantages with dynamic
+3. RL at the full budget (Full) and with BudgetMix from the same checkpoint (GRPO advantages with dynamic
    filtering, AA §5's ingredients), once per RL seed, with the same seeds and step counts (the two
    methods differ only in the budget distribution), two runs at a time.
 4. Evaluate Base (the cloned model), Full and BudgetMix on held-out maps at 25/50/75/100% of T_max with
@@ -90,10 +90,11 @@ class DemoPlan:
 
 
 def demo_plan(quick: bool, rl_seeds: Sequence[int] | None = None) -> DemoPlan:
-    """The full demo (10 minutes on a fast 2-core CPU with AVX512 kernels; the recipe before session
-    21 took 30.3 on a slow one with AVX2 kernels: docs/training.md) or ``--quick`` (a smoke test);
+    """The full demo (17.0 minutes measured on a 2-core AMD EPYC and about 12 estimated on a 2-core
+    Intel Xeon, both with AVX512 kernels; session 20's recipe took 30.3 on a slow CPU with AVX2 kernels:
+    docs/training.md) or ``--quick`` (a smoke test);
     ``rl_seeds`` replaces the recipe's RL seeds (``arlkit demo --rl-seeds``: each seed adds a Full and a
-    BudgetMix run and their evaluations, about 5.5 minutes on the fast CPU).
+    BudgetMix run and their evaluations, 7-10 minutes).
 
     The recipe (docs/training.md, "The demo's recipe", with what was tried and measured):
 
@@ -122,19 +123,15 @@ def demo_plan(quick: bool, rl_seeds: Sequence[int] | None = None) -> DemoPlan:
     - **RL at lr 3e-4 with cosine decay** and a small KL (0.01) to the base: at a constant lr the BudgetMix
       run's reply format broke at step 29 of 30 (14% of its replies dropped the ``<think></think><action>``
       prefix; 16 points lost at T_max); with the decay it did not.
-    - **GiGPO with dynamic filtering** for every RL run (AA §5): FrozenLake states recur within a group,
-      so step-level groups assign credit per state, and all-equal groups are resampled; from the same
-      base, GiGPO gained +6.3 points at 25% of T_max in 30 steps, GRPO +3.0 in 60 (neither moved T_max).
-      Its step returns discount by 0.99 per turn in the full demo instead of GiGPO's 0.95: from the same
-      base Full then gained +4.1 points at T_max instead of +1.6 (a discounted return pays more for a
-      sooner success, so for the short route beside holes that the full budget does not need; one run
-      each).
-    - **One RL seed of 30 steps per method**: the fork maps' longer cloning leaves the 15-minute bound
-      room for one seed (two seeds pooled, as on the corner-to-corner maps, add up to about 19 minutes
-      with 30 steps and 16 with 20, from the measured stages); the tables and ``summary.md`` say that
-      their CIs do not cover the RL seed (``rl_seeds`` pools several when given). Over seeds 0-3 pooled
-      this recipe gave Full - Base +4.5 points at T_max and BudgetMix - Full +2.9 at 25% and -2.8 at
-      T_max (session 22: seed 0 meets finding 4 and misses finding 2 by 0.9 points)."""
+    - **GRPO with dynamic filtering, 45 steps** (AA §5; session 22): episode-level groups, all-equal
+      groups resampled, one row per step. Over RL seeds 0-2 from the same base it gave Full - Base +5.0
+      points at T_max and BudgetMix - Full +2.0 at 25% and -0.5 at T_max; GiGPO (gamma 0.99, 30 steps,
+      the recipe before) gave +4.5, +2.9 and -2.8 over seeds 0-3: its (state, remaining turns) anchors
+      cover about half of BudgetMix's step rows and almost all of Full's, and BudgetMix fell behind Full
+      at T_max. ``--quick`` keeps GiGPO (a smoke run of every stage; its seeded tables are recorded).
+    - **One RL seed per method** (seed 0): the 15-minute bound leaves room for one; the tables and
+      ``summary.md`` say that their CIs do not cover the RL seed (``rl_seeds`` pools several when given;
+      docs/training.md, "GRPO for 45 steps", has seeds 0-2 one by one)."""
     common_rl: dict[str, Any] = {
         "algo": {"adv_estimator": "gigpo", "dynamic_filtering": True, "step_rows": True, "kl_coef": 0.01},
         "sampling": {"temperature": 1.0, "max_new_tokens": 8}, "train_tasks": 600, "progress": False,
@@ -160,9 +157,9 @@ def demo_plan(quick: bool, rl_seeds: Sequence[int] | None = None) -> DemoPlan:
     eval_tasks = 100
     plan = DemoPlan(
         sft={**common_sft, "steps": 1250},
-        # GiGPO's step returns discounted less than its default 0.95 (docs/training.md, "The fast CPU again")
-        rl={**common_rl, "algo": {**common_rl["algo"], "gamma": 0.99}, "steps": 30, "tasks_per_step": 8,
-            "group_size": 8,
+        # GRPO (episode-level groups) for 45 steps: docs/training.md, "GRPO for 45 steps"
+        rl={**common_rl, "algo": {**common_rl["algo"], "adv_estimator": "grpo"}, "steps": 45,
+            "tasks_per_step": 8, "group_size": 8,
             # R_multi on 64 maps x 2 samples: on 32 x 1 its sampling error (~7 points) hid a 6-point gain.
             # R_single's pool spans the 100 evaluation maps: finding 1 reads the base's step-0 value, and a
             # pool from the first 32 maps read 0.03-0.05 below one from 128 for two bases (session 21)
