@@ -134,17 +134,28 @@ def test_rewards_follow_spec_6_6() -> None:
     assert lenient.invalid == (False,)
 
 
-def test_prefix_sharing_equals_full_rows_in_values_and_gradients(nano_dir: Path) -> None:
-    model, _ = load_model(nano_dir, attn_implementation="eager")
+@pytest.mark.parametrize("attention", ["eager", "arlkit"])
+def test_prefix_sharing_equals_full_rows_in_values_and_gradients(nano_dir: Path, attention: str) -> None:
+    model, _ = load_model(nano_dir, attn_implementation=attention)
     gen = torch.Generator().manual_seed(0)
-    prefix = torch.randint(5, 400, (80,), generator=gen).tolist()
+
+    def tokens(n: int) -> list[int]:
+        return torch.randint(5, 400, (n,), generator=gen).tolist()
+
     rows = []
-    for i in range(6):
-        rest = torch.randint(5, 400, (6 + 5 * i,), generator=gen).tolist()
-        ids = prefix + rest
-        rows.append(TokenRow(tuple(ids), tuple(range(len(ids) - 4, len(ids)))))
-    rows.append(TokenRow(tuple(prefix[:20] + [9] * 12), tuple(range(25, 32))))
-    assert any(c.prefix > 0 for c in _plan(rows, True, 4096))
+    # two clusters with prefixes of different lengths (80 and 40 shared tokens), so one chunk holds
+    # both and pads the shorter prefix; replies of different lengths
+    for prefix, count in ((tokens(80), 6), (tokens(40), 3)):
+        for i in range(count):
+            ids = prefix + tokens(6 + 5 * i)
+            rows.append(TokenRow(tuple(ids), tuple(range(len(ids) - 4, len(ids)))))
+    rows.append(TokenRow(tuple(rows[0].ids[:20] + (9,) * 12), tuple(range(25, 32))))  # shares 20: alone
+    rows.append(TokenRow(tuple(tokens(30)), tuple(range(1, 30))))  # a target at position 1: no prefix
+    rows.append(TokenRow(rows[6].ids, rows[6].targets))  # the same row twice
+    plan = _plan(rows, True, 4096)
+    assert sorted(i for c in plan for i in c.rows) == list(range(len(rows)))
+    assert any(len({p for p in c.prefix if p}) > 1 for c in plan)  # a chunk with prefixes of two lengths
+    assert any(not any(c.prefix) for c in plan)  # the row with nothing before its first target runs whole
     grads = []
     results = []
     for share in (False, True):
@@ -156,6 +167,11 @@ def test_prefix_sharing_equals_full_rows_in_values_and_gradients(nano_dir: Path)
     for a, b in zip(results[0].logprobs, results[1].logprobs, strict=True):
         assert torch.allclose(a, b, atol=1e-5)
     assert torch.allclose(grads[0], grads[1], atol=1e-4, rtol=1e-3)
+    # a small chunk budget splits the 80-token cluster over chunks: still the same log-probs
+    small = score_rows(model, rows, share_prefix=True, precision="fp32", max_tokens=300)
+    assert len(_plan(rows, True, 300)) > len(plan)
+    for a, b in zip(results[0].logprobs, small.logprobs, strict=True):
+        assert torch.allclose(a, b.detach(), atol=1e-5)
     # reference: one plain forward per row
     for row, lp in zip(rows, results[0].logprobs, strict=True):
         logits = model(input_ids=torch.tensor([row.ids])).logits[0].float()

@@ -6,9 +6,11 @@ row, the quantities at its target positions, in order.
 
 **Shared prefixes.** Rows built from the same turn of the budget-aware prompt start with the same
 system prompt (a few hundred tokens), and the rows of one group at turn 0 are identical up to the
-reply. Rows are therefore clustered by common prefix: a cluster's prefix is encoded once, its
-keys/values are broadcast to the cluster's rows, and only the rest of each row is run. Gradients flow
-through the shared keys/values, so values and gradients equal those of one full pass per row (up to
+reply (one step of the demo's RL: 671 step rows, 405 distinct prompts). Rows are
+therefore clustered by common prefix, and each forward chunk runs in two passes: one over the
+chunk's distinct prefixes (right-padded), whose keys/values are then gathered to the rows that share
+them, and one over the rest of every row (a padding mask hides the prefixes' padding). Gradients flow
+through the gathered keys/values, so values and gradients equal those of one full pass per row (up to
 float rounding; tested). Models whose cache is not plain attention layers fall back to full rows.
 
 **Precision.** ``precision="bf16"`` runs the forward under CPU/GPU autocast (matmuls in bfloat16,
@@ -107,23 +109,25 @@ def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
 
 @dataclass
 class _Chunk:
-    """Rows run together: ``prefix`` tokens shared (possibly 0), then each row's rest."""
+    """Rows run together: the first ``prefix[j]`` tokens of row ``rows[j]`` come from the chunk's pass
+    over its distinct prefixes (all 0: one plain pass over whole rows)."""
 
     rows: list[int]
-    prefix: int
+    prefix: list[int]
 
 
 def _plan(rows: Sequence[TokenRow], share: bool, max_tokens: int) -> list[_Chunk]:
-    """Cluster rows by common prefix (on sorted order) and cut clusters into chunks of at most
-    ``max_tokens`` padded suffix tokens. A cluster's prefix stops before each row's first target's
-    predecessor, so every target is predicted from a suffix position."""
+    """Cluster rows by common prefix (on sorted order) and pack them into chunks of at most
+    ``max_tokens`` padded tokens. A row's prefix stops before its first target's predecessor, so every
+    target is predicted from a suffix position; a row whose prompt no other row shares keeps its whole
+    prompt as its prefix (it costs the same, and every suffix stays short)."""
     order = sorted(range(len(rows)), key=lambda i: rows[i].ids)
     if not share:
-        return _cut([order], [0], rows, max_tokens)
+        return _cut(order, rows, max_tokens)
     clusters: list[tuple[list[int], int]] = []
     for i in order:
         cap = rows[i].targets[0] - 1
-        if share and clusters:
+        if clusters:
             members, prefix = clusters[-1]
             n = min(_lcp(rows[members[0]].ids, rows[i].ids), prefix, cap)
             # Joining shrinks the members' shared prefix from `prefix` to n; starting a new cluster
@@ -131,31 +135,63 @@ def _plan(rows: Sequence[TokenRow], share: bool, max_tokens: int) -> list[_Chunk
             if n >= _MIN_SHARED and (prefix - n) * len(members) <= n:
                 clusters[-1] = (members + [i], n)
                 continue
-        clusters.append(([i], cap if share else 0))
-    # Rows without a worthwhile shared prefix run together, unshared.
-    shared = [(m, p) for m, p in clusters if len(m) > 1 and p >= _MIN_SHARED]
-    alone = sorted(i for m, p in clusters if not (len(m) > 1 and p >= _MIN_SHARED) for i in m)
-    groups = [m for m, _ in shared] + ([alone] if alone else [])
-    return _cut(groups, [p for _, p in shared] + [0], rows, max_tokens)
+        clusters.append(([i], cap))
+    # Without a worthwhile shared prefix a row is a cluster of its own, its prompt its prefix.
+    split = [c for m, p in clusters for c in ([(m, p)] if len(m) > 1 and p >= _MIN_SHARED
+                                              else [([i], rows[i].targets[0] - 1) for i in m])]
+    plain = sorted(i for m, p in split if p == 0 for i in m)
+    return _pack([c for c in split if c[1] > 0], rows, max_tokens) + _cut(plain, rows, max_tokens)
 
 
-def _cut(groups: list[list[int]], prefixes: list[int], rows: Sequence[TokenRow], max_tokens: int) -> list[_Chunk]:
-    """Split each group into chunks of at most ``max_tokens`` padded suffix tokens (rows of similar
-    length together, so little compute goes to padding)."""
+def _pack(clusters: list[tuple[list[int], int]], rows: Sequence[TokenRow], max_tokens: int) -> list[_Chunk]:
+    """Clusters into chunks whose padded prefix pass plus padded suffix pass stay within
+    ``max_tokens``. Clusters go in order of their rows' suffix length, then prefix length, and a chunk
+    is closed early when padding would exceed a quarter of its tokens, so rows of similar widths run
+    together. A cluster too large for one chunk is split (its prefix is then encoded once per chunk)."""
     chunks: list[_Chunk] = []
-    for members, prefix in zip(groups, prefixes):
-        members = sorted(members, key=lambda i: len(rows[i].ids))
-        current: list[int] = []
-        width = 0
-        for i in members:
-            w = max(width, len(rows[i].ids) - prefix)
-            if current and w * (len(current) + 1) > max_tokens:
-                chunks.append(_Chunk(current, prefix))
-                current, w = [], len(rows[i].ids) - prefix
-            current.append(i)
-            width = w
-        if current:
-            chunks.append(_Chunk(current, prefix))
+    members: list[int] = []
+    prefixes: list[int] = []
+    heads = prefix_width = suffix_width = real = 0
+
+    def suffix_of(i: int, prefix: int) -> int:
+        return len(rows[i].ids) - prefix
+
+    for cluster, prefix in sorted(clusters, key=lambda c: (max(suffix_of(i, c[1]) for i in c[0]), c[1])):
+        fresh = True  # the cluster's prefix is not yet in the current chunk
+        for i in sorted(cluster, key=lambda i: len(rows[i].ids)):
+            suffix = suffix_of(i, prefix)
+            added = (prefix if fresh else 0) + suffix
+            padded = (heads + fresh) * max(prefix_width, prefix) + (len(members) + 1) * max(suffix_width, suffix)
+            if members and (padded > max_tokens or padded > 1.25 * (real + added) + 64):
+                chunks.append(_Chunk(members, prefixes))
+                members, prefixes, heads, prefix_width, suffix_width, real, fresh = [], [], 0, 0, 0, 0, True
+                added = prefix + suffix
+            heads += fresh
+            fresh = False
+            real += added
+            members.append(i)
+            prefixes.append(prefix)
+            prefix_width, suffix_width = max(prefix_width, prefix), max(suffix_width, suffix)
+    if members:
+        chunks.append(_Chunk(members, prefixes))
+    return chunks
+
+
+def _cut(members: list[int], rows: Sequence[TokenRow], max_tokens: int) -> list[_Chunk]:
+    """Whole rows into chunks of at most ``max_tokens`` padded tokens (rows of similar length
+    together, so little compute goes to padding)."""
+    chunks: list[_Chunk] = []
+    current: list[int] = []
+    width = 0
+    for i in sorted(members, key=lambda i: len(rows[i].ids)):
+        w = max(width, len(rows[i].ids))
+        if current and w * (len(current) + 1) > max_tokens:
+            chunks.append(_Chunk(current, [0] * len(current)))
+            current, w = [], len(rows[i].ids)
+        current.append(i)
+        width = w
+    if current:
+        chunks.append(_Chunk(current, [0] * len(current)))
     return chunks
 
 
@@ -179,29 +215,37 @@ def _hidden_at_targets(
     from transformers.cache_utils import DynamicCache
 
     members = [rows[i] for i in chunk.rows]
-    p = chunk.prefix
-    width = max(len(r.ids) - p for r in members)
+    prefix = chunk.prefix
+    width = max(len(r.ids) - p for r, p in zip(members, prefix, strict=True))
     ids = torch.full((len(members), width), pad_id, dtype=torch.long, device=device)
-    for j, r in enumerate(members):
+    for j, (r, p) in enumerate(zip(members, prefix, strict=True)):
         ids[j, : len(r.ids) - p] = torch.as_tensor(r.ids[p:], device=device)
-    positions = (torch.arange(width, device=device) + p).unsqueeze(0).expand(len(members), -1)
-    kwargs: dict[str, Any] = {}
-    if p:
-        key = _cache_kw(body)
-        prefix_ids = torch.as_tensor(members[0].ids[:p], device=device).unsqueeze(0)
+    start = torch.as_tensor(prefix, device=device).unsqueeze(1)
+    kwargs: dict[str, Any] = {"position_ids": start + torch.arange(width, device=device), "use_cache": False}
+    if any(prefix):
+        # Pass 1: each distinct prefix once, right-padded (a valid token never attends to a later pad).
+        distinct: dict[tuple[int, ...], int] = {}
+        source = [distinct.setdefault(tuple(r.ids[:p]), len(distinct)) for r, p in zip(members, prefix, strict=True)]
+        heads = list(distinct)
+        prefix_width = max(len(h) for h in heads)
+        prefix_ids = torch.full((len(heads), prefix_width), pad_id, dtype=torch.long, device=device)
+        for c, head in enumerate(heads):
+            prefix_ids[c, : len(head)] = torch.as_tensor(head, device=device)
         cache = DynamicCache()
+        key = _cache_kw(body)
         body(input_ids=prefix_ids, use_cache=True, **{key: cache})
-        expanded = [
-            (layer.keys.expand(len(members), -1, -1, -1), layer.values.expand(len(members), -1, -1, -1))
-            for layer in cache.layers
-        ]
-        kwargs = {key: DynamicCache(ddp_cache_data=expanded), "use_cache": True}
-    else:
-        kwargs = {"use_cache": False}
-    # Right padding: a valid token never attends to a pad, so no padding mask is needed.
-    hidden = body(input_ids=ids, position_ids=positions, **kwargs).last_hidden_state
+        # Pass 2: the rest of every row against its own prefix's keys/values; padding masked out.
+        index = torch.as_tensor(source, device=device)
+        gathered = [(layer.keys.index_select(0, index), layer.values.index_select(0, index)) for layer in cache.layers]
+        kwargs |= {key: DynamicCache(ddp_cache_data=gathered), "use_cache": True}
+        if min(prefix) < prefix_width:
+            mask = torch.ones((len(members), prefix_width + width), dtype=torch.long, device=device)
+            mask[:, :prefix_width] = torch.arange(prefix_width, device=device) < start
+            kwargs["attention_mask"] = mask
+    # Right padding: a valid token never attends to a pad of its own row's rest.
+    hidden = body(input_ids=ids, **kwargs).last_hidden_state
     out = []
-    for j, r in enumerate(members):
+    for j, (r, p) in enumerate(zip(members, prefix, strict=True)):
         where = torch.as_tensor([t - 1 - p for t in r.targets], device=device)
         out.append(hidden[j].index_select(0, where))
     return out
