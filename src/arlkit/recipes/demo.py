@@ -90,11 +90,10 @@ class DemoPlan:
 
 
 def demo_plan(quick: bool, rl_seeds: Sequence[int] | None = None) -> DemoPlan:
-    """The full demo (17.0 minutes measured on a 2-core AMD EPYC and about 12 estimated on a 2-core
-    Intel Xeon, both with AVX512 kernels; session 20's recipe took 30.3 on a slow CPU with AVX2 kernels:
-    docs/training.md) or ``--quick`` (a smoke test);
-    ``rl_seeds`` replaces the recipe's RL seeds (``arlkit demo --rl-seeds``: each seed adds a Full and a
-    BudgetMix run and their evaluations: 10.5 minutes measured on the AMD EPYC, about 8 on the Intel Xeon).
+    """The full demo (13.3-14.2 minutes measured on a 2-core AMD EPYC with AVX512 kernels; session
+    20's recipe took 30.3 on a slow CPU with AVX2 kernels: docs/training.md) or ``--quick`` (a smoke
+    test); ``rl_seeds`` replaces the recipe's RL seeds (``arlkit demo --rl-seeds``: each seed adds a
+    Full and a BudgetMix run and their evaluations, about 8.5 minutes on the AMD EPYC, estimated).
 
     The recipe (docs/training.md, "The demo's recipe", with what was tried and measured):
 
@@ -131,9 +130,9 @@ def demo_plan(quick: bool, rl_seeds: Sequence[int] | None = None) -> DemoPlan:
       machine's base (seeds 0+1) GRPO gave +6.0, +1.8 and -3.4: findings 2 and 4 sit within the
       seed-to-seed spread. ``--quick`` keeps GiGPO (a smoke run of every stage; its seeded tables are
       recorded).
-    - **One RL seed per method** (seed 0): the 15-minute bound leaves room for one at most, on the fast
-      CPU; the tables and ``summary.md`` say that their CIs do not cover the RL seed (``rl_seeds`` pools
-      several when given; docs/training.md, "GRPO for 45 steps", has the seeds one by one)."""
+    - **One RL seed per method** (seed 0): the 15-minute bound leaves room for one at most; the tables
+      and ``summary.md`` say that their CIs do not cover the RL seed (``rl_seeds`` pools several when
+      given; docs/training.md, "GRPO for 45 steps", has the seeds one by one)."""
     filtered = {"dynamic_filtering": True, "step_rows": True, "kl_coef": 0.01}  # every RL run's algorithm
     common_rl: dict[str, Any] = {
         "sampling": {"temperature": 1.0, "max_new_tokens": 8}, "train_tasks": 600, "progress": False,
