@@ -110,6 +110,8 @@ RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "seeded"
 18: the budget-fork maps, an aware share in cloning; docs/training.md, "The demo's recipe"); re-record them only
 with such a change. Session 20's unshared cloning forwards changed the quick demo's weights in the last bits but
 no sampled token: its AVX2 table stayed byte for byte the same, so the AVX512 one, recorded before, is kept.
+Session 24's batched prefix passes in RL forwards likewise left both tables byte for byte the same (the AVX2 one
+checked on an AVX512 machine with ``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2``).
 A family has its own file because float reductions round differently between kernel families and a sampled
 token that flips sends a trajectory elsewhere: measured in session 20, the AVX2 table differs from the AVX512
 one in 24 of its 224 cells, by up to one sample of 64 at Pass@1 and one map of 8 at Pass@8 (the full demo's
