@@ -136,11 +136,17 @@ def _plan(rows: Sequence[TokenRow], share: bool, max_tokens: int) -> list[_Chunk
                 clusters[-1] = (members + [i], n)
                 continue
         clusters.append(([i], cap))
-    # Without a worthwhile shared prefix a row is a cluster of its own, its prompt its prefix.
-    split = [c for m, p in clusters for c in ([(m, p)] if len(m) > 1 and p >= _MIN_SHARED
-                                              else [([i], rows[i].targets[0] - 1) for i in m])]
-    plain = sorted(i for m, p in split if p == 0 for i in m)
-    return _pack([c for c in split if c[1] > 0], rows, max_tokens) + _cut(plain, rows, max_tokens)
+    shared: list[tuple[list[int], int]] = []
+    plain: list[int] = []  # rows with nothing before their first target's predecessor run whole
+    for members, prefix in clusters:
+        # Without a worthwhile shared prefix a row is a cluster of its own, its prompt its prefix.
+        worthwhile = len(members) > 1 and prefix >= _MIN_SHARED
+        for group, p in [(members, prefix)] if worthwhile else [([i], rows[i].targets[0] - 1) for i in members]:
+            if p:
+                shared.append((group, p))
+            else:
+                plain += group
+    return _pack(shared, rows, max_tokens) + _cut(sorted(plain), rows, max_tokens)
 
 
 def _pack(clusters: list[tuple[list[int], int]], rows: Sequence[TokenRow], max_tokens: int) -> list[_Chunk]:
