@@ -3,7 +3,7 @@
 By default the seeds' central experiment (:mod:`arlkit.recipes.demo`): build the tiny model offline,
 behaviour cloning on budget-fork FrozenLake maps (a mostly budget-unaware expert), RL at the full budget
 and with BudgetMix from the same checkpoint, and the evaluation of all three at 25/50/75/100% of T_max
-(13-15 minutes on 2 CPU cores with AVX512 kernels, over 30 on slow AVX2 ones; ``--quick`` a few).
+(12-15 minutes on 2 CPU cores with AVX512 kernels, over 30 on slow AVX2 ones; ``--quick`` a few).
 
 ``--rl-seeds 0,1,2,3``: train Full and BudgetMix once per RL seed and pool each method's runs in the
 tables (default: one seed, 0; ``--quick`` two). The findings' CIs cover the held-out maps, not the RL

@@ -90,10 +90,11 @@ class DemoPlan:
 
 
 def demo_plan(quick: bool, rl_seeds: Sequence[int] | None = None) -> DemoPlan:
-    """The full demo (13.3-14.2 minutes measured on a 2-core AMD EPYC with AVX512 kernels; session
-    20's recipe took 30.3 on a slow CPU with AVX2 kernels: docs/training.md) or ``--quick`` (a smoke
-    test); ``rl_seeds`` replaces the recipe's RL seeds (``arlkit demo --rl-seeds``: each seed adds a
-    Full and a BudgetMix run and their evaluations, 7.5 minutes measured on the AMD EPYC).
+    """The full demo (11.5-12.5 minutes measured on a 2-core Intel Xeon, 13.3-14.2 on a 2-core AMD
+    EPYC, both with AVX512 kernels; session 20's recipe took 30.3 on a slow CPU with AVX2 kernels:
+    docs/training.md) or ``--quick`` (a smoke test); ``rl_seeds`` replaces the recipe's RL seeds
+    (``arlkit demo --rl-seeds``: each seed adds a Full and a BudgetMix run and their evaluations, 7.5
+    minutes measured on the AMD EPYC).
 
     The recipe (docs/training.md, "The demo's recipe", with what was tried and measured):
 
