@@ -16,7 +16,7 @@ from arlkit.policies.hf import HFPolicy
 from arlkit.rollout import PromptConfig, make_jobs, run_rollouts, turn_messages
 from arlkit.rollout.records import Prompt, Trajectory, TurnRecord
 from arlkit.train.batch import ChatTokens, build_batch, score_trajectory
-from arlkit.train.forward import Critic, TokenRow, _plan, score_rows
+from arlkit.train.forward import Critic, TokenRow, _plan, backward_rows, score_rows
 from arlkit.train.model import load_model
 
 from .conftest import EASY_ENV
@@ -132,6 +132,50 @@ def test_rewards_follow_spec_6_6() -> None:
     assert out.exhausted and out.outcome == 0.0 and out.score == 0.0
     lenient = score_trajectory(traj([_turn(True, strict=False)], 4, False), RewardConfig(strict_format=False))
     assert lenient.invalid == (False,)
+
+
+def test_chunked_backward_gives_the_gradients_of_one_backward(nano_dir: Path) -> None:
+    """``backward_rows`` (``TrainConfig.chunked_backward``): the loss's gradients with respect to the
+    log-probs and entropies, carried through the model one chunk at a time, equal one backward through
+    the whole graph; a loss nonlinear in both, shared prefixes, several chunks."""
+    model, _ = load_model(nano_dir, attn_implementation="arlkit")
+    gen = torch.Generator().manual_seed(1)
+
+    def tokens(n: int) -> list[int]:
+        return torch.randint(5, 400, (n,), generator=gen).tolist()
+
+    rows = [TokenRow(tuple(ids), tuple(range(len(ids) - 5, len(ids))))
+            for prefix in (tokens(60), tokens(30)) for ids in (prefix + tokens(8 + 3 * i) for i in range(4))]
+    rows.append(TokenRow(tuple(tokens(25)), tuple(range(1, 25))))
+    weights = [torch.rand(len(r.targets), generator=gen) for r in rows]
+    assert len(_plan(rows, True, 200)) > 2
+
+    def loss(logps: list[torch.Tensor], ents: list[torch.Tensor] | None) -> torch.Tensor:
+        total = sum((torch.exp(lp) * w).sum() for lp, w in zip(logps, weights, strict=True))
+        if ents is not None:
+            total = total + sum((e ** 2 * w).sum() for e, w in zip(ents, weights, strict=True))
+        return total
+
+    def grads() -> torch.Tensor:
+        return torch.cat([p.grad.flatten() if p.grad is not None else torch.zeros(p.numel()) for p in model.parameters()])
+
+    for with_entropy in (True, False):
+        model.zero_grad(set_to_none=True)
+        scored = score_rows(model, rows, entropy=True, max_tokens=200)
+        loss(scored.logprobs, scored.entropy if with_entropy else None).backward()
+        whole = grads()
+        model.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            values = score_rows(model, rows, entropy=True, max_tokens=200)
+        logps = [lp.clone().requires_grad_() for lp in values.logprobs]
+        assert values.entropy is not None
+        ents = [e.clone().requires_grad_() for e in values.entropy]
+        loss(logps, ents if with_entropy else None).backward()
+        backward_rows(model, rows, [lp.grad for lp in logps],
+                      [e.grad for e in ents] if with_entropy else None, max_tokens=200)  # type: ignore[misc]
+        chunked = grads()
+        assert whole.abs().max() > 0
+        assert torch.allclose(whole, chunked, atol=1e-6, rtol=1e-5), (whole - chunked).abs().max()
 
 
 @pytest.mark.parametrize("attention", ["eager", "arlkit"])

@@ -69,6 +69,22 @@ def test_one_step_of_every_preset_changes_the_weights(preset: str, bc_dir: Path,
         assert np.isfinite(metrics["critic/vf_loss"])
 
 
+def test_chunked_backward_trains_as_one_backward(bc_dir: Path, tmp_path: Path) -> None:
+    """``chunked_backward: true`` with a chunk of a few rows (``max_tokens``): the same rollouts, losses
+    and gradient norm as one backward over the mini-batch (an entropy bonus and the KL term included),
+    up to float rounding, and the weights move."""
+    # two mini-batches: the second update's policy has moved from the reference, so its KL term is not 0
+    overrides: dict[str, Any] = {"tasks_per_step": 4, "group_size": 4, "max_tokens": 256, "mini_batches": 2,
+                                 "optim": {"weight_decay": 0.0}, "algo": {"entropy_coeff": 0.01, "kl_coef": 0.05}}
+    runs = {flag: train(_config(bc_dir, chunked_backward=flag, **overrides), tmp_path / str(flag)) for flag in (False, True)}
+    one, chunked = (read_metrics(tmp_path / str(flag) / "metrics.jsonl")[-1] for flag in (False, True))
+    assert one["rollout/rows"] == chunked["rollout/rows"] and one["adv/abs_mean"] > 0 and one["actor/kl_loss"] > 0
+    for key in ("actor/pg_loss", "actor/kl_loss", "actor/entropy_mean", "optim/grad_norm"):
+        assert chunked[key] == pytest.approx(one[key], rel=1e-4, abs=1e-7), key
+    before, after = _weights(bc_dir), _weights(runs[True].final_model)
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
 def test_learning_rate_zero_changes_nothing(bc_dir: Path, tmp_path: Path) -> None:
     result = train(_config(bc_dir, optim={"lr": 0.0}, mini_batches=2, epochs=2), tmp_path / "run")
     before, after = _weights(bc_dir), _weights(result.final_model)

@@ -26,6 +26,7 @@ Runs are deterministic on CPU: a run killed at any moment and resumed gives the 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -59,7 +60,7 @@ from arlkit.train.checkpoint import load_latest_checkpoint, save_checkpoint
 from arlkit.train.checks import check_train_config
 from arlkit.train.config import RUNTIME_FIELDS, TrainConfig
 from arlkit.train.dynamics import build_state_pool, load_state_pool, r_multi, r_single, save_state_pool
-from arlkit.train.forward import score_rows
+from arlkit.train.forward import backward_rows, score_rows
 from arlkit.train.learner import Learner
 from arlkit.train.model import resolve_model_path, save_model_dir
 from arlkit.train.tracking import MetricsLog, WandbRun, progress_bar
@@ -352,19 +353,35 @@ def _update(learner: Learner, algo: Any, batch: RowBatch, part: list[int], advan
     rows = [batch.rows[i] for i in part]
     mask, adv = batch.mask[part, :width], advantages[part]
     # Entropies always: the loss uses them with an entropy bonus, the stability diagnostics always (detached).
-    scored = score_rows(learner.lm, rows, entropy=True, entropy_grad=algo.entropy_coeff > 0, **learner.forward)
+    # Chunked backward: the loss is built on leaves holding this forward's values; backward_rows then
+    # carries their gradients through the model one chunk at a time.
+    chunked = learner.chunked_backward
+    with torch.no_grad() if chunked else contextlib.nullcontext():
+        scored = score_rows(learner.lm, rows, entropy=True, entropy_grad=algo.entropy_coeff > 0, **learner.forward)
     logp = pad_rows(scored.logprobs, width)
+    if chunked:
+        logp.requires_grad_()
     old_lp = logp.detach() if old is None else old[part]
     pg = policy_loss(algo.policy_loss, old_lp, logp, adv, mask, algo.loss_agg_mode,
                      loss_scale_factor=algo.loss_scale_factor, config=algo.loss_config)
     kl = kl_penalty(logp, ref_lp[part], algo.kl_penalty) if learner.use_kl else None
     assert scored.entropy is not None
     ent = pad_rows(scored.entropy, width)
+    if chunked and algo.entropy_coeff > 0:
+        ent.requires_grad_()
     actor = combine_actor_loss(pg.loss, mask, algo.loss_agg_mode, entropy=ent if algo.entropy_coeff > 0 else None,
                                entropy_coeff=algo.entropy_coeff, kl=kl, kl_coef=algo.kl_coef,
                                loss_scale_factor=algo.loss_scale_factor)
     learner.optimizer.zero_grad(set_to_none=True)
     actor.loss.backward()
+    if chunked:
+        lengths = [len(lp) for lp in scored.logprobs]
+
+        def per_row(grad: torch.Tensor) -> list[torch.Tensor]:
+            return [g[:n] for g, n in zip(grad, lengths, strict=True)]
+
+        backward_rows(learner.lm, rows, per_row(logp.grad), per_row(ent.grad) if ent.grad is not None else None,
+                      **learner.forward)
     grad_norm = torch.nn.utils.clip_grad_norm_(learner.params, clip)
     learner.optimizer.step()
     learner.scheduler.step()

@@ -187,7 +187,15 @@ class TrainConfig:
     share_prefix: bool = True
     """Encode prompt prefixes shared by several rows once in training forwards (exact)."""
     max_tokens: int = 16384
-    """Padded tokens per training forward chunk (memory bound)."""
+    """Padded tokens per training forward chunk (with ``chunked_backward``, the bound on training memory)."""
+    chunked_backward: bool = late_field(False)
+    """Backpropagate the policy loss one forward chunk at a time (:func:`~arlkit.train.forward.backward_rows`):
+    the loss's gradients with respect to the log-probs (and entropies) from a forward without gradients
+    first, then each chunk's forward and backward, so only one chunk's graph (``max_tokens``) is held
+    instead of the whole mini-batch's. Costs one forward without gradients per update (none when old
+    log-probs are computed anyway); the gradients are the default's up to float rounding. Off by
+    default: the demo's results were measured without it (docs/training.md, section 2). PPO's critic
+    still backpropagates its mini-batch at once."""
     engine: EngineConfig = field(default_factory=EngineConfig)
     """Rollout engine bounds: trajectories alive (``max_active``), policy requests and environment
     steps in flight; they do not change results."""

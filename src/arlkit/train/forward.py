@@ -29,7 +29,8 @@ from typing import Any, Literal
 import torch
 from torch import Tensor, nn
 
-__all__ = ["PRECISIONS", "Critic", "RowScores", "TokenRow", "autocast", "resolve_precision", "score_rows"]
+__all__ = ["PRECISIONS", "Critic", "RowScores", "TokenRow", "autocast", "backward_rows", "resolve_precision",
+           "score_rows"]
 
 PRECISIONS = ("auto", "fp32", "bf16")
 _MIN_SHARED = 16  # shortest prefix worth encoding once for several rows
@@ -325,6 +326,49 @@ def score_rows(
     )
 
 
+def _target_logprobs(out: Tensor, chunk: _Chunk, rows: Sequence[TokenRow], temperature: float,
+                     device: torch.device) -> tuple[Tensor, Tensor]:
+    """``(log-softmax over the vocabulary, log-prob of each target)`` of one chunk's LM-head output, in
+    float32, the chunk's targets concatenated row by row."""
+    logp_all = torch.log_softmax(out.float() / temperature, dim=-1)
+    target_ids = torch.as_tensor([rows[i].ids[p] for i in chunk.rows for p in rows[i].targets], device=device)
+    return logp_all, logp_all.gather(1, target_ids[:, None]).squeeze(1)
+
+
+def backward_rows(
+    model: nn.Module,
+    rows: Sequence[TokenRow],
+    grad_logprobs: Sequence[Tensor],
+    grad_entropies: Sequence[Tensor] | None = None,
+    *,
+    temperature: float = 1.0,
+    share_prefix: bool = True,
+    max_tokens: int = 16384,
+    pad_id: int = 0,
+    precision: str = "fp32",
+) -> None:
+    """Backpropagate a loss into ``model``'s parameters (accumulating in ``.grad``) one forward chunk at a
+    time, given the loss's gradients with respect to each row's target log-probs (``grad_logprobs``, one
+    tensor per row, as :func:`score_rows` returns the log-probs) and, when it has an entropy term, its
+    entropies (``grad_entropies``). Each chunk is run again with gradients and backpropagated at once, so
+    only one chunk's graph is alive: memory is bounded by ``max_tokens`` instead of the whole batch. By
+    the chain rule the gradients are those of one backward through :func:`score_rows`'s graph, up to the
+    order in which float sums accumulate. The keyword options are :func:`score_rows`'s and must be the ones
+    the log-probs were computed with."""
+    body, lm_head = _body_and_head(model)
+    device = next(model.parameters()).device
+    share = share_prefix and _plain_cache_layers(model)
+    with autocast(precision, device):
+        for chunk in _plan(rows, share, max_tokens):
+            hidden = _hidden_at_targets(body, rows, chunk, pad_id, device)
+            logp_all, chosen = _target_logprobs(lm_head(torch.cat(hidden, dim=0)), chunk, rows, temperature, device)
+            surrogate = (chosen * torch.cat([grad_logprobs[i] for i in chunk.rows]).to(chosen)).sum()
+            if grad_entropies is not None:
+                ent = -(logp_all.exp() * logp_all).sum(-1)
+                surrogate = surrogate + (ent * torch.cat([grad_entropies[i] for i in chunk.rows]).to(ent)).sum()
+            surrogate.backward()
+
+
 def _collect(
     out: Tensor, chunk: _Chunk, rows: Sequence[TokenRow], is_value: bool, temperature: float, entropy: bool,
     device: torch.device, logps: list[Tensor | None], ents: list[Tensor | None], vals: list[Tensor | None],
@@ -335,9 +379,7 @@ def _collect(
         for i, v in zip(chunk.rows, out.float().squeeze(-1).split(sizes), strict=True):
             vals[i] = v
         return
-    logp_all = torch.log_softmax(out.float() / temperature, dim=-1)
-    target_ids = torch.as_tensor([rows[i].ids[p] for i in chunk.rows for p in rows[i].targets], device=device)
-    chosen = logp_all.gather(1, target_ids[:, None]).squeeze(1)
+    logp_all, chosen = _target_logprobs(out, chunk, rows, temperature, device)
     for i, lp in zip(chunk.rows, chosen.split(sizes), strict=True):
         logps[i] = lp
     if entropy:

@@ -39,6 +39,8 @@ class Learner:
         use_kl: whether the loss has a KL term.
         forward: the keyword arguments of every training forward (:func:`~arlkit.train.forward.score_rows`).
         lora: whether ``model`` trains LoRA adapters only.
+        chunked_backward: backpropagate the policy loss one forward chunk at a time
+            (:func:`~arlkit.train.forward.backward_rows`; ``TrainConfig.chunked_backward``).
     """
 
     model: nn.Module
@@ -55,6 +57,7 @@ class Learner:
     use_kl: bool
     forward: dict[str, Any]
     lora: bool
+    chunked_backward: bool = False
 
     @classmethod
     def build(cls, config: TrainConfig, algo: AlgoConfig, model_path: Path) -> Learner:
@@ -80,7 +83,7 @@ class Learner:
         forward = {"temperature": config.sampling.temperature, "share_prefix": config.share_prefix,
                    "max_tokens": config.max_tokens, "pad_id": chat.pad_id, "precision": precision}
         return cls(model, lm, tokenizer, chat, ref, critic, params, optimizer, scheduler, critic_opt, policy, use_kl,
-                   forward, config.lora.enabled)  # fmt: skip
+                   forward, config.lora.enabled, config.chunked_backward)  # fmt: skip
 
     def state(self) -> dict[str, Any]:
         """The checkpoint payload: trainable weights (LoRA: the adapters), optimizer and schedule states."""
