@@ -192,10 +192,9 @@ class TrainConfig:
     """Backpropagate the policy loss one forward chunk at a time (:func:`~arlkit.train.forward.backward_rows`):
     the loss's gradients with respect to the log-probs (and entropies) from a forward without gradients
     first, then each chunk's forward and backward, so only one chunk's graph (``max_tokens``) is held
-    instead of the whole mini-batch's. Costs one forward without gradients per update (none when old
-    log-probs are computed anyway); the gradients are the default's up to float rounding. Off by
-    default: the demo's results were measured without it (docs/training.md, section 2). PPO's critic
-    still backpropagates its mini-batch at once."""
+    instead of the whole mini-batch's. Costs one more forward (without gradients) per update; the
+    gradients are the default's up to float rounding. Off by default: the demo's results were measured
+    without it (docs/training.md, section 2). PPO's critic still backpropagates its mini-batch at once."""
     engine: EngineConfig = field(default_factory=EngineConfig)
     """Rollout engine bounds: trajectories alive (``max_active``), policy requests and environment
     steps in flight; they do not change results."""
