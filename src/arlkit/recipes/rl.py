@@ -26,7 +26,6 @@ Runs are deterministic on CPU: a run killed at any moment and resumed gives the 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import time
@@ -356,7 +355,7 @@ def _update(learner: Learner, algo: Any, batch: RowBatch, part: list[int], advan
     # Chunked backward: the loss is built on leaves holding this forward's values; backward_rows then
     # carries their gradients through the model one chunk at a time.
     chunked = learner.chunked_backward
-    with torch.no_grad() if chunked else contextlib.nullcontext():
+    with torch.set_grad_enabled(not chunked):
         scored = score_rows(learner.lm, rows, entropy=True, entropy_grad=algo.entropy_coeff > 0, **learner.forward)
     logp = pad_rows(scored.logprobs, width)
     if chunked:

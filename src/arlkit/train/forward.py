@@ -335,6 +335,11 @@ def _target_logprobs(out: Tensor, chunk: _Chunk, rows: Sequence[TokenRow], tempe
     return logp_all, logp_all.gather(1, target_ids[:, None]).squeeze(1)
 
 
+def _entropy(logp_all: Tensor) -> Tensor:
+    """Entropy of each position's distribution, from its log-softmax."""
+    return -(logp_all.exp() * logp_all).sum(-1)
+
+
 def backward_rows(
     model: nn.Module,
     rows: Sequence[TokenRow],
@@ -364,7 +369,7 @@ def backward_rows(
             logp_all, chosen = _target_logprobs(lm_head(torch.cat(hidden, dim=0)), chunk, rows, temperature, device)
             surrogate = (chosen * torch.cat([grad_logprobs[i] for i in chunk.rows]).to(chosen)).sum()
             if grad_entropies is not None:
-                ent = -(logp_all.exp() * logp_all).sum(-1)
+                ent = _entropy(logp_all)
                 surrogate = surrogate + (ent * torch.cat([grad_entropies[i] for i in chunk.rows]).to(ent)).sum()
             surrogate.backward()
 
@@ -384,7 +389,7 @@ def _collect(
         logps[i] = lp
     if entropy:
         with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-            ent = -(logp_all.exp() * logp_all).sum(-1)
+            ent = _entropy(logp_all)
         for i, e in zip(chunk.rows, ent.split(sizes), strict=True):
             ents[i] = e
 
