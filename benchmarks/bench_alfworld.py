@@ -3,7 +3,9 @@
 Reports, on this machine, over shipped test games:
 - reset: a game not in memory (TextWorld's ``load`` then ``reset``: both translate the PDDL with
   fast-downward), and the same game again after some steps (``reset`` only);
-- one step (an admissible command) and the planner expert from the start (fast-downward's search);
+- one step (an admissible command) and the planner expert from the start (fast-downward's search), as
+  the oracle runs it (in a forked child bounded in time and memory, :mod:`arlkit.envs.alfworld.planner`)
+  and as TextWorld's ``replan`` runs it (in this process, unbounded), from the same state;
 - steps/s and resets/s through the rollout engine with the ``random`` policy (uniform over the
   admissible commands, T = 50) and with the ``oracle`` (the walkthrough; the episode ends at the win).
 
@@ -27,7 +29,8 @@ N_GAMES = 20
 
 def direct() -> dict[str, list[float]]:
     shipped = load_shipped()
-    times: dict[str, list[float]] = {"load + reset": [], "reset again": [], "step": [], "planner from the start": []}
+    times: dict[str, list[float]] = {"load + reset": [], "reset again": [], "step": [], "planner from the start": [],
+                                     "planner, in-process": []}  # fmt: skip
     backend = Backend()
     for game in shipped.splits["test"][:N_GAMES]:
         document = game_document(dataclasses.replace(game, walkthrough=()), shipped.tables)
@@ -37,6 +40,10 @@ def direct() -> dict[str, list[float]]:
         start = time.perf_counter()
         backend.plan()
         times["planner from the start"].append(time.perf_counter() - start)
+        pddl = backend.env.unwrapped
+        start = time.perf_counter()
+        backend._locked(pddl._pddl_state.replan, pddl._entity_infos)
+        times["planner, in-process"].append(time.perf_counter() - start)
         for command in game.walkthrough:
             start = time.perf_counter()
             backend.step(command)

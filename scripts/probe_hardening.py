@@ -12,6 +12,7 @@ families wider and prints the counts quoted in the closing notes of hardening wo
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import random
@@ -22,28 +23,11 @@ import sysconfig
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from probes import ROOT, Family  # scripts/ is on sys.path when this runs as a script
+
 SECRET = "arlkit-probe-secret-51c2e0"
-
-
-@dataclass
-class Family:
-    """The result of one probe family."""
-
-    name: str
-    tried: int = 0
-    contained: int = 0
-    escapes: list[str] = field(default_factory=list)
-
-    def check(self, case: str, ok: bool, detail: str = "") -> None:
-        self.tried += 1
-        if ok:
-            self.contained += 1
-        else:
-            self.escapes.append(f"{case}: {detail}"[:400])
 
 
 # -- sandbox: hostile programs, planted answers, memory ------------------------------------------
@@ -388,6 +372,8 @@ FAMILIES: dict[str, Callable[[], Iterator[Family]]] = {
     "cli": probe_cli,
     "checkpoints": probe_checkpoints,
 }
+for _module in sorted(p.stem for p in (Path(__file__).parent / "probes").glob("[a-z]*.py")):
+    FAMILIES.update(importlib.import_module(f"probes.{_module}").FAMILIES)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,7 @@
 """The one config loader (``arlkit.config``): the ``env`` and ``prompt`` sections every config shares,
-old flat keys refused with their new place, run identities recorded before the nesting unchanged, and
-behaviour cloning's optimizer and schedule built like RL's."""
+old flat keys refused with their new place, run identities recorded before the nesting unchanged,
+behaviour cloning's optimizer and schedule built like RL's, and YAML alias bombs and deep nesting
+refused in one short line."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from arlkit.cli import main
-from arlkit.config import ConfigError, EnvSpec, config_to_plain, flat_plain, identity_plain, load_config
+from arlkit.config import ConfigError, EnvSpec, config_to_plain, flat_plain, identity_plain, load_config, read_yaml
 from arlkit.envs.frozenlake.env import FrozenLakeConfig
 from arlkit.policies import BackendOptions
 from arlkit.recipes.eval import EvalConfig, _run_identity
@@ -138,3 +139,28 @@ def test_late_fields_are_left_out_of_identities_only_at_their_default() -> None:
     assert "label_noise" not in sft and {"profile", "tool_calls"}.isdisjoint(sft["prompt"])  # nested too
     changed = identity_plain(SFTConfig(label_noise=0.1, prompt=PromptConfig(profile="compact")))
     assert changed["label_noise"] == 0.1 and changed["prompt"]["profile"] == "compact"
+
+
+def _bomb(levels: int, width: int = 9) -> str:
+    """A YAML alias bomb: each anchor a list of ``width`` aliases of the one before; the last one used
+    inside a valid key. ``levels`` levels expand to ``width ** levels`` values."""
+    lines = ["seed: 1", f"x0: &a0 [{', '.join(['x'] * width)}]"]
+    lines += [f"x{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+    return "\n".join(lines) + f"\nenv:\n  name: frozenlake\n  args:\n    size: *a{levels - 1}\n"
+
+
+@pytest.mark.parametrize("text,problem", [
+    (_bomb(7), "expands to more than"),  # 9 ** 7 values: 4.8 million
+    ("seed: 1\nenv: {name: frozenlake, args: {size: " + "[" * 10_000 + "]" * 10_000 + "}}\n", "nested more than"),
+    ("seed: 1\n" + "".join("  " * i + f"k{i}:\n" for i in range(2_000)), "nested more than"),
+    ("seed: &s [*s]\n", "recursive alias"),
+])
+def test_yaml_bombs_and_deep_nesting_are_one_short_line(text: str, problem: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", "--config", str(_yaml(tmp_path, text)), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert len(err) < 500 and err.count("\n") == 1 and problem in err and "not valid YAML" in err, err[:500]
+    assert not (tmp_path / "out").exists()
+    # anchors, aliases and merge keys within the bounds still load
+    text = "base: &b {size: 4, slippery: false}\nenv: {name: frozenlake, args: {<<: *b, size: 5}}\n"
+    assert read_yaml(_yaml(tmp_path, text))["env"]["args"] == {"size": 5, "slippery": False}

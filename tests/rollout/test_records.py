@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -18,9 +18,9 @@ from arlkit.rollout import valid_utf8
 LONE = "\ud800"  # what json.loads('"\\ud800"') returns: a lone high surrogate
 
 
-def _trajectory(reply: str, action: str | None, observation: str) -> Trajectory:
+def _trajectory(reply: str, action: str | None, observation: str, sample: int = 0) -> Trajectory:
     turn = TurnRecord(reply=reply, action=action, valid=False, reward=0.0, observation=observation)
-    return Trajectory("frozenlake", "p", "fl-1", 0, 5, "announced", 1, 2, "start", [turn], ended_by="budget")
+    return Trajectory("frozenlake", "p", "fl-1", sample, 5, "announced", 1, 2, "start", [turn], ended_by="budget")
 
 
 @pytest.mark.parametrize(
@@ -43,7 +43,7 @@ def test_lone_surrogates_in_reply_action_and_observation_are_replaced_and_counte
     path = tmp_path / "t.jsonl"
     bad = _trajectory(f"<action>Left{LONE}</action>", f"Left{LONE}", f"Invalid action 'Left\udfff{LONE}'")
     bad.error = f"server said {LONE}"
-    clean = _trajectory("<action>Left</action>", "Left", "ok")
+    clean = _trajectory("<action>Left</action>", "Left", "ok", sample=1)
     with JsonlWriter(path) as writer:
         writer.write(bad)
         writer.write(clean)
@@ -60,7 +60,7 @@ def test_lone_surrogates_in_reply_action_and_observation_are_replaced_and_counte
     assert bad.turns[0].reply.endswith(f"{LONE}</action>")  # the caller's object is left as it was
     # appending to the repaired file and reading again works
     with JsonlWriter(path) as writer:
-        writer.write(first)
+        writer.write(replace(first, sample=2))
     assert [t.replaced_code_points for t in read_trajectories(path)] == [5, 0, 5]
 
 
@@ -99,8 +99,8 @@ def test_the_announced_remaining_budget_survives_a_jsonl_round_trip(tmp_path: Pa
 def test_records_older_than_the_remaining_field_load(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     lines = []
-    for mode in ("announced", "hidden"):
-        trajectory = _trajectory("<action>Left</action>", "Left", "o")
+    for sample, mode in enumerate(("announced", "hidden")):
+        trajectory = _trajectory("<action>Left</action>", "Left", "o", sample)
         trajectory.budget_mode = mode
         trajectory.turns.append(TurnRecord("<action>Up</action>", "Up", True, 0.0, "o2", remaining=4))
         data = trajectory.to_json()

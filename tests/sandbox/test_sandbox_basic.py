@@ -93,6 +93,7 @@ def test_per_call_overrides(sbx) -> None:  # type: ignore[no-untyped-def]
         {"uid_slots": 0},
         {"hide_paths": ("relative/dir",)},
         {"hide_paths": ("/",)},
+        {"hide_packages": ("../site-packages",)},
     ],
 )
 def test_config_rejects_bad_values(bad: dict[str, object]) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from arlkit.sandbox import Sandbox, SandboxConfig, seccomp
 from arlkit.sandbox.cgroup import RunCgroup, cgroup2_mounted, check_parent, own_cgroup
-from arlkit.sandbox.fsview import is_arlkit_entry, order_ops
+from arlkit.sandbox.fsview import is_arlkit_entry, is_package_entry, order_ops
 
 V1_HYBRID = """\
 31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
@@ -114,6 +114,17 @@ def test_installed_arlkit_entries_are_recognised() -> None:
         assert is_arlkit_entry(name), name
     for name in ("numpy", "arlkitten", "my_arlkit", "__editable__.numpy-1.0.pth"):
         assert not is_arlkit_entry(name), name
+
+
+def test_entries_of_hidden_packages_are_recognised_by_import_or_distribution_name() -> None:
+    for package in ("reasoning-gym", "reasoning_gym", "Reasoning_Gym"):
+        for name in ("reasoning_gym", "reasoning_gym-0.1.25.dist-info", "reasoning-gym.egg-link",
+                     "__editable___reasoning_gym_0_1_finder.py", "__editable__.reasoning_gym-0.1.pth"):  # fmt: skip
+            assert is_package_entry(name, package), (name, package)
+        for name in ("reasoning", "reasoning_gym_extras", "gym", "my_reasoning_gym"):
+            assert not is_package_entry(name, package), (name, package)
+    assert is_package_entry("_yaml", "_yaml") and is_package_entry("_yaml", "yaml") and is_package_entry("yaml", "yaml")
+    assert is_package_entry("pycosat.cpython-311-x86_64-linux-gnu.so", "pycosat") and not is_package_entry("sixty", "six")
 
 
 def test_view_steps_create_mount_points_before_mounting_into_them() -> None:

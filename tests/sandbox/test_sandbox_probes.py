@@ -147,6 +147,41 @@ def test_an_installed_copy_of_arlkit_is_masked(level: str, run_contained: RunCon
     assert result.stdout.rstrip().endswith("False")  # the editable install's source folder is not there
 
 
+def test_hidden_packages_are_masked_and_other_packages_stay(level: str, run_contained: RunContained, planted: list[Path], tmp_path: Path) -> None:
+    needs_namespace(level, "masking a folder needs a mount namespace")
+    os.chmod(tmp_path, 0o755)
+    python = _fake_venv(tmp_path / "venv", planted[0].parents[3])
+    site = next((tmp_path / "venv" / "lib").glob("python*/site-packages"))
+    (site / "task_gen" / "data").mkdir(parents=True)  # a task generator: its code, data, module and metadata
+    (site / "task_gen" / "__init__.py").write_text(f"ANSWERS = {SECRET!r}\n")
+    (site / "task_gen" / "data" / "pool.json").write_text(SECRET)
+    (site / "task_gen_seeds.py").write_text(f"SEED = {SECRET!r}\n")
+    (site / "task_gen-1.0.dist-info").mkdir()
+    (site / "task_gen-1.0.dist-info" / "RECORD").write_text(SECRET)
+    for path in site.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    source = (
+        "import importlib, os\n"
+        "import otherpkg\n"
+        "print(otherpkg.VALUE)\n"
+        "for name in ('task_gen', 'task_gen_seeds'):\n"
+        "    try:\n"
+        "        module = importlib.import_module(name)\n"
+        "        print(name, getattr(module, 'ANSWERS', None), getattr(module, 'SEED', None))\n"
+        "    except ImportError:\n"
+        "        print('no', name)\n"
+        f"for top, dirs, files in os.walk({str(site)!r}):\n"
+        "    for name in files:\n"
+        "        try:\n"
+        "            print(os.path.join(top, name), open(os.path.join(top, name)).read()[:200])\n"
+        "        except OSError as exc:\n"
+        "            print('refused', name, exc.errno)\n"
+    )
+    result = run_contained(level, source, python=str(python), hide_packages=("task-gen", "task_gen_seeds"))
+    assert result.outcome == "ok" and "other package works" in result.stdout, result.stderr[-2000:]
+    assert "task_gen None None" in result.stdout and "task_gen_seeds None None" in result.stdout  # empty masks
+
+
 def test_host_config_and_mount_table_do_not_reach_the_program(level: str, run_contained: RunContained) -> None:
     needs_namespace(level, "without a mount namespace the program sees the host's /etc and mount table")
     source = (
@@ -221,6 +256,45 @@ def test_user_namespaces_cannot_be_created(level: str, run_contained: RunContain
     lines = dict(line.split(" ", 1) for line in result.stdout.splitlines())
     assert lines["unshare"] == "-1 1" and lines["clone"] == "-1 1"  # EPERM from the filter
     assert not lines["tool"].startswith("0 ")
+
+
+
+def test_no_process_can_write_another_ones_memory(level: str, run_contained: RunContained) -> None:
+    """A checker's program must not rewrite the checker: ``/proc/<pid>/mem`` (read-only ``/proc``),
+    ``ptrace`` and ``process_vm_writev`` (the seccomp filter) are all refused against a sibling of
+    the same uid, and against the program itself."""
+    needs_namespace(level, "its /proc is the host's, writable")
+    needs_seccomp()
+    source = (
+        "import ctypes, os, signal, time\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "for target in (pid, os.getpid()):\n"
+        "    try:\n"
+        "        os.close(os.open(f'/proc/{target}/mem', os.O_RDWR))\n"
+        "        print('mem opened', target)\n"
+        "    except OSError as exc:\n"
+        "        print('mem refused', exc.errno)\n"
+        "print('ptrace', libc.ptrace(16, pid, 0, 0), ctypes.get_errno())  # PTRACE_ATTACH\n"
+        "buf = ctypes.create_string_buffer(8)\n"
+        "class IoVec(ctypes.Structure):\n"
+        "    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]\n"
+        "local = IoVec(ctypes.cast(buf, ctypes.c_void_p), 8)\n"
+        "remote = IoVec(ctypes.cast(buf, ctypes.c_void_p), 8)\n"
+        "for name in ('process_vm_writev', 'process_vm_readv'):\n"
+        "    n = getattr(libc, name)(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)\n"
+        "    print(name, n, ctypes.get_errno())\n"
+        "os.kill(pid, signal.SIGKILL)\n"
+        "os.waitpid(pid, 0)\n"
+    )
+    result = run_contained(level, source)
+    assert result.outcome == "ok", result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["mem refused 30", "mem refused 30"], lines  # EROFS
+    assert lines[2:] == ["ptrace -1 1", "process_vm_writev -1 1", "process_vm_readv -1 1"], lines  # EPERM
 
 
 MEMFD_BOMB = """

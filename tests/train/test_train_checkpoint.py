@@ -1,6 +1,7 @@
 """Checkpoints carry a SHA-256 manifest: a damaged newest checkpoint is reported in one line and the previous
-one is used (the final model equals an uninterrupted run's); none usable stops the run in one line; a full
-disk is one line naming the file, exit 1."""
+one is used (the final model equals an uninterrupted run's); none usable stops the run in one line; a
+planted pickle is never unpickled (loading is ``weights_only``); a full disk is one line naming the file,
+exit 1."""
 
 from __future__ import annotations
 
@@ -167,6 +168,45 @@ def test_a_checkpoint_without_manifest_loads_with_a_warning(
     messages = [str(w.message) for w in caught if issubclass(w.category, CheckpointWarning)]
     assert any("step_000003.pt cannot be read" in m and "resuming from step_000002.pt" in m for m in messages), messages
     assert any("step_000002.pt has no manifest" in m for m in messages), messages
+
+
+class _Planted:
+    """Unpickling it creates ``marker``: what a checkpoint planted by someone else could do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return open, (str(self.marker), "w")
+
+
+@pytest.mark.parametrize("manifest", ["deleted", "rewritten"])
+def test_a_planted_pickle_is_never_run_and_the_previous_checkpoint_is_used(
+    manifest: str, finished_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import torch
+
+    reference, config = finished_run
+    run = _copy_run(reference, tmp_path)
+    newest, marker = run / "checkpoints" / "step_000003.pt", tmp_path / "unpickled"
+    state = load_checkpoint(newest)
+    torch.save({**state, "extra": _Planted(marker)}, newest)  # every key resume needs, plus the object
+    manifest_path = run / "checkpoints" / "step_000003.manifest.json"
+    if manifest == "deleted":
+        manifest_path.unlink()
+    else:  # a manifest that matches the planted file
+        digest = subprocess.run(["sha256sum", str(newest)], capture_output=True, text=True, check=True).stdout.split()[0]
+        entry = {"sha256": digest, "bytes": newest.stat().st_size}
+        manifest_path.write_text(json.dumps({"format": 1, "step": 3, "files": {newest.name: entry}}))
+    capsys.readouterr()
+
+    assert main(["train", "--config", str(config), "--out", str(run), "--resume"]) == 0
+    captured = capsys.readouterr()
+    assert not marker.exists()
+    named = [line for line in captured.err.splitlines() if "step_000003.pt" in line and "warning:" in line]
+    assert any("tensors and plain values" in line and "resuming from step_000002.pt" in line for line in named), captured.err
+    assert "resumed at step 2" in captured.out and "Traceback" not in captured.err
+    assert (run / "final" / "model.safetensors").read_bytes() == (reference / "final" / "model.safetensors").read_bytes()
 
 
 @pytest.fixture()

@@ -20,7 +20,7 @@ SANDBOXED = pytest.mark.skipif(
     all(available_levels()[lv] is not None for lv in ("unshare", "bwrap")),
     reason="these environments need a namespaced sandbox level (bwrap, or unshare as root)",
 )
-EXTRAS = {"math-tir": ("reasoning_gym",), "webshop": ("bm25s", "rapidfuzz", "snowballstemmer"), "alfworld": ("alfworld",)}
+EXTRAS = {"math-tir": ("reasoning_gym",), "webshop": ("bm25s", "snowballstemmer"), "alfworld": ("alfworld",)}
 
 
 @pytest.mark.parametrize(("env", "args"), [

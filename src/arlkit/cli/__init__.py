@@ -2,9 +2,10 @@
 
 Each sub-command lives in its own module of this package and exposes ``register(subparsers)``,
 which adds its parser and sets ``handler`` (a function taking the parsed namespace and returning
-an exit code). Errors a user can fix (unknown names, bad values) end in one line on stderr and exit
-code 2, never a traceback; a run that cannot go on (no usable checkpoint, a full disk) ends in one
-line and exit code 1. arlkit's own warnings print as one line each.
+an exit code). Errors a user can fix (unknown names, bad values, an output path that cannot be
+written, a run folder another run holds) end in one line on stderr and exit code 2, never a
+traceback; a run that cannot go on (no usable checkpoint, a full disk) ends in one line and exit
+code 1. arlkit's own warnings print as one line each.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -49,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.EISDIR)
+"""Errors of a path that cannot be used (a read-only file system, no permission, a file where a folder is
+expected): bad input, one line and exit code 2, as is any error on ``--out`` itself, inside it or on one
+of its parents (other than a full disk)."""
 
 
 def _torch_write_failure(exc: RuntimeError) -> bool:
@@ -56,6 +62,23 @@ def _torch_write_failure(exc: RuntimeError) -> bool:
     from ``inline_container.cc`` that names neither the file nor the cause."""
     text = str(exc)
     return "inline_container.cc" in text or "PytorchStreamWriter failed" in text
+
+
+_MAX_LINE = 2000
+
+
+def _line(text: object) -> str:
+    """``text`` as one line of at most ``_MAX_LINE`` characters (a message may quote what it was given)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= _MAX_LINE else f"{flat[:_MAX_LINE]}... ({len(flat) - _MAX_LINE} more characters)"
+
+
+def _on_out_path(path: object, out: object) -> bool:
+    """``path`` is ``out``, inside it, or one of its parents (a file where a folder is expected)."""
+    if not path or not out:
+        return False
+    a, b = os.path.abspath(str(path)), os.path.abspath(str(out))
+    return a == b or a.startswith(b.rstrip(os.sep) + os.sep) or b.startswith(a.rstrip(os.sep) + os.sep)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                  file: TextIO | None = None, line: str | None = None) -> None:
         if category.__module__.startswith("arlkit"):
-            print(f"{name}: warning: {message}", file=sys.stderr, flush=True)
+            print(f"{name}: warning: {_line(message)}", file=sys.stderr, flush=True)
         else:
             shown(message, category, filename, lineno, file, line)
 
@@ -79,12 +102,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return int(args.handler(args) or 0)
         except (UsageError, ConfigError, PolicyError) as exc:
-            print(f"{name}: error: {exc}", file=sys.stderr)
+            print(f"{name}: error: {_line(exc)}", file=sys.stderr)
             return 2
         except RunError as exc:
-            print(f"{name}: error: {exc}", file=sys.stderr)
+            print(f"{name}: error: {_line(exc)}", file=sys.stderr)
             return 1
         except OSError as exc:
+            on_out = _on_out_path(exc.filename, out)
+            if exc.filename and exc.errno not in _DISK_FULL and (exc.errno in _CANNOT_WRITE or on_out):
+                not_a_folder = (on_out and exc.errno in (errno.EEXIST, errno.ENOTDIR) and os.path.exists(exc.filename)
+                                and not os.path.isdir(exc.filename))
+                text = f"{exc.filename} is not a folder" if not_a_folder else f"{exc.filename}: {exc.strerror or exc}"
+                hint = "; choose another --out" if on_out else ""
+                print(f"{name}: error: {_line(text + hint)}", file=sys.stderr)
+                return 2
             if exc.errno not in _DISK_FULL:
                 raise
             where = exc.filename or (f"a file under {out}" if out else "its output")

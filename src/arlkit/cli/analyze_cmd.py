@@ -24,6 +24,7 @@ from arlkit.analysis.steps import StepsConfig
 from arlkit.cli import UsageError
 from arlkit.cli.flags import add_sampling_arguments, sampling_from_args
 from arlkit.config import ConfigError, build_config
+from arlkit.rundir import hold_run_dir
 
 __all__ = ["register"]
 
@@ -134,7 +135,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(kind: str, out: str, call: Callable[[], Any]) -> int:
     try:
-        call()
+        with hold_run_dir(out):  # one analysis writes ``out`` at a time
+            call()
     except MissingCapability as exc:
         print(f"arlkit analyze {kind}: skipped: {exc}", file=sys.stderr)
         print(f"(recorded in {out}/{kind}.md)")

@@ -139,8 +139,8 @@ SAMPLING_FLAGS = (
 """Sampling options of every command that runs an LLM policy (:class:`~arlkit.policies.SamplingConfig`)."""
 
 BACKEND_FLAGS = (
-    Flag("--request-timeout", "request_timeout", "openai: seconds one HTTP attempt may take (default 60)",
-         metavar="SECONDS"),
+    Flag("--request-timeout", "request_timeout",
+         "openai: seconds one HTTP attempt may take in all, connect to last byte (default 60)", metavar="SECONDS"),
     Flag("--max-retries", "max_retries",
          "openai: further attempts after a 429, 5xx, timeout, dropped connection or malformed reply (default 4)"),
     Flag("--retry-backoff", "retry_backoff", "openai: seconds before the first retry, doubled each time (default 0.5)",

@@ -13,6 +13,7 @@ from arlkit.envs.capabilities import (
     Snapshot,
     StateKey,
     StepQuality,
+    SummaryNotes,
     has_oracle,
     has_snapshots,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "StateKey",
     "StepQuality",
     "StepResult",
+    "SummaryNotes",
     "Task",
     "env_config",
     "has_oracle",

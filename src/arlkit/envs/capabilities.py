@@ -35,6 +35,8 @@ helper) and raises :class:`MissingCapability` when it is absent
 - :class:`FailureDetector` — whether a step was a failed call (tool calling). Default: the step was
   invalid, or its observation carries a JSON error object (``{"error": ...}``, how a SQL or tool
   call that ran and failed is reported).
+- :class:`SummaryNotes` — lines an evaluation's ``summary.md`` gives about the environment's part of
+  the run (alfworld: the games whose planner gave no answer within its limits).
 
 An analysis that needs a capability the environment lacks raises :class:`MissingCapability`; the
 CLI reports it and goes on with the analyses that can run.
@@ -50,7 +52,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from arlkit.envs.protocol import Env, PromptText, StepResult
+from arlkit.envs.protocol import Env, PromptText, StepResult, Task
 
 __all__ = [
     "ActionScorer",
@@ -66,6 +68,7 @@ __all__ = [
     "Snapshot",
     "StateKey",
     "StepQuality",
+    "SummaryNotes",
     "action_quality",
     "call_failed",
     "can_inject_errors",
@@ -79,6 +82,7 @@ __all__ = [
     "served_splits",
     "state_key_of",
     "steps_block",
+    "summary_notes",
     "supports_function_calling",
 ]
 
@@ -113,7 +117,9 @@ class Snapshot(Protocol):
 class Oracle(Protocol):
     """Optional capability: exact knowledge of an environment, from its current state.
 
-    ``remaining`` is the number of turns left including the one about to be taken.
+    ``remaining`` is the number of turns left including the one about to be taken. Where an oracle
+    cannot answer in some state (alfworld's planner out of its limits) it says it does not know: no
+    optimal actions, no action values, shortest length ``None``, success probability NaN.
     """
 
     def action_values(self, remaining: int) -> Mapping[str, float]:
@@ -173,6 +179,21 @@ class FunctionCalling(Protocol):
         """The action (``step``'s argument) that ``calls`` stand for; ``ValueError`` with the reason
         when they stand for none (arguments that are not JSON, say): that reply is an invalid action."""
         ...
+
+
+@runtime_checkable
+class SummaryNotes(Protocol):
+    """Optional capability: what an evaluation's ``summary.md`` should say about the environment."""
+
+    def summary_notes(self, tasks: Sequence[Task]) -> list[str]:
+        """Markdown lines (``- ...``) about ``tasks`` as this process played them (alfworld: the games
+        whose planner gave no answer within its limits); empty when there is nothing to say."""
+        ...
+
+
+def summary_notes(env: object, tasks: Sequence[Task]) -> list[str]:
+    """``env.summary_notes(tasks)``, or nothing when ``env`` has no :class:`SummaryNotes`."""
+    return list(env.summary_notes(tasks)) if isinstance(env, SummaryNotes) else []
 
 
 def supports_function_calling(env: object) -> bool:

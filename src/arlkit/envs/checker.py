@@ -31,6 +31,7 @@ from arlkit.envs.capabilities import (
     Snapshot,
     StateKey,
     StepQuality,
+    SummaryNotes,
     can_inject_errors,
     has_oracle,
     has_snapshots,
@@ -98,6 +99,8 @@ CAPABILITIES: tuple[Capability, ...] = (
                "your own failed-call verdict in error correction (default: an invalid step or a JSON error)"),
     Capability("FunctionCalling", FunctionCalling, ("function_tools", "function_prompt_text", "function_calls_action"),
                "native tool calls (--tool-calls native): actions offered as OpenAI tools to openai: policies"),
+    Capability("SummaryNotes", SummaryNotes, ("summary_notes",),
+               "your own lines in eval's summary.md (alfworld: the games whose oracle was unavailable)"),
 )  # fmt: skip
 """Every optional capability, in the order :class:`CheckReport` lists them."""
 

@@ -19,8 +19,8 @@ from arlkit.policies.protocol import PolicyError, Request
 from arlkit.policies.quiet import quiet_progress
 
 __all__ = [
-    "continuation_logprobs", "conversation_key", "load_hf_model", "model_context_length", "process_logits",
-    "sample_tokens", "sampling_seed",
+    "check_vocabulary", "continuation_logprobs", "conversation_key", "load_hf_model", "model_context_length",
+    "process_logits", "sample_tokens", "sampling_seed",
 ]
 
 _OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -137,7 +137,22 @@ def load_hf_model(
             model = AutoModelForCausalLM.from_pretrained(where, local_files_only=True, dtype=dtype)
     except Exception as exc:  # noqa: BLE001
         raise PolicyError(f"cannot load the model in {str(path)!r}: {exc}") from None
+    check_vocabulary(model, tokenizer, str(path))
     return model.to(device).eval(), tokenizer
+
+
+def check_vocabulary(model: Any, tokenizer: Any, where: str) -> None:
+    """Raise :class:`PolicyError` when the tokenizer has ids the model's input embedding has no row for
+    (a tokenizer from another model, tokens added without resizing the embedding): such an id would
+    fail mid-run with an IndexError, or on a GPU with a device-side assert."""
+    embedding = model.get_input_embeddings()
+    rows = getattr(embedding, "num_embeddings", None)
+    if rows is None:
+        return
+    largest = max([*tokenizer.get_vocab().values(), *tokenizer.all_special_ids, len(tokenizer) - 1])
+    if largest >= int(rows):
+        raise PolicyError(f"the tokenizer in {where!r} has token ids up to {largest}, but the model's embedding has "
+                          f"{rows} rows (ids 0 to {int(rows) - 1}): the tokenizer does not belong to this model")
 
 
 # -- the policy --------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ the requests), drawn from the request's ``seed`` field so that each trajectory-t
 whatever the schedule (a benchmark can then compute the ideal schedule's time). ``GET /v1/models`` lists the one model. It is a minimal HTTP/1.1 server on asyncio
 streams (keep-alive, ``Content-Length`` bodies only), running on a thread of its own, so that the
 client side, not the server, is what a benchmark measures. It counts requests, how many are in
-flight and the peak, which tests compare with a client's concurrency bound.
+flight and the peak, which tests compare with a client's concurrency bound. A :class:`Stall` makes
+it a hostile server that answers too slowly for any per-read timeout to notice.
 
 It serves what arlkit's ``openai`` backend sends; it is not a general HTTP server.
 """
@@ -20,10 +21,11 @@ import math
 import random
 import threading
 from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["Latency", "ScriptedServer"]
+__all__ = ["Latency", "ScriptedServer", "Stall"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,40 @@ class Latency:
         return (1 - self.tail_share) * body + self.tail_share * self.tail_s
 
 
+@dataclass(frozen=True)
+class Stall:
+    """How a hostile server sends every response (the models listing included).
+
+    Attributes:
+        kind: ``headers`` (the status line, then the headers a byte at a time), ``body`` (the headers,
+            then the body a byte at a time), ``stream`` (a chunked body of blanks that never ends) or
+            ``silent`` (reads the request and never answers).
+        interval_s: seconds between two bytes or chunks, well under a client's read timeout.
+        limit_s: the server gives up and closes the connection after this long (the loops end by
+            themselves).
+    """
+
+    kind: Literal["headers", "body", "stream", "silent"]
+    interval_s: float = 0.2
+    limit_s: float = 60.0
+
+    def pieces(self, status: int, data: bytes) -> Iterator[bytes]:
+        """What to write, piece by piece (one piece per ``interval_s``)."""
+        json_head = "Content-Type: application/json\r\n"
+        if self.kind == "headers":
+            yield f"HTTP/1.1 {status} OK\r\n".encode()
+            rest = f"{json_head}X-Padding: {'a' * 8192}\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data
+            yield from (rest[i : i + 1] for i in range(len(rest)))
+        elif self.kind == "body":
+            data += b" " * 65536  # JSON allows trailing blanks
+            yield f"HTTP/1.1 {status} OK\r\n{json_head}Content-Length: {len(data)}\r\n\r\n".encode()
+            yield from (data[i : i + 1] for i in range(len(data)))
+        elif self.kind == "stream":
+            yield f"HTTP/1.1 {status} OK\r\n{json_head}Transfer-Encoding: chunked\r\n\r\n".encode()
+            while True:
+                yield b"1\r\n \r\n"
+
+
 class ScriptedServer:
     """A loopback chat-completions server whose replies come from ``reply(body)``: the assistant's text,
     or a dict of assistant-message fields (``{"content": None, "tool_calls": [...]}``) for tool calls.
@@ -69,12 +105,14 @@ class ScriptedServer:
         fault: ``fault(key, attempt)``, what to do to a chat request after its latency (``key``: its
             ``seed`` field; ``attempt``: how many times that key came before): ``None`` answers, an
             HTTP status (``429``, ``503``) refuses it, ``"drop"`` closes the connection unanswered.
+        stall: send every response this way (:class:`Stall`), then close the connection.
     """
 
     def __init__(self, reply: Callable[[dict[str, Any]], str | dict[str, Any]], latency: Latency | None = None, *,
                  model: str = "scripted", seed: int = 0,
-                 fault: Callable[[int, int], int | str | None] | None = None) -> None:
+                 fault: Callable[[int, int], int | str | None] | None = None, stall: Stall | None = None) -> None:
         self.reply, self.latency, self.model, self.fault = reply, latency or Latency(), model, fault
+        self.stall = stall
         self.seed = seed
         self._attempts: dict[int, int] = {}
         self.requests = 0
@@ -122,6 +160,9 @@ class ScriptedServer:
                 if status == 0:  # a dropped connection
                     return
                 data = json.dumps(payload).encode()
+                if self.stall is not None:
+                    await self._stalled(writer, status, data, self.stall)
+                    return
                 writer.write(f"HTTP/1.1 {status} {'OK' if status == 200 else 'Error'}\r\nContent-Type: application/json\r\n"
                              f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
                 await writer.drain()
@@ -129,6 +170,16 @@ class ScriptedServer:
             pass
         finally:
             writer.close()
+
+    async def _stalled(self, writer: asyncio.StreamWriter, status: int, data: bytes, stall: Stall) -> None:
+        end = self._loop.time() + stall.limit_s
+        for piece in stall.pieces(status, data):
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(max(0.0, min(stall.interval_s, end - self._loop.time())))
+            if self._loop.time() >= end:
+                return
+        await asyncio.sleep(max(0.0, end - self._loop.time()))  # silent: nothing to send
 
     async def _answer(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
         if method == "GET" and path.rstrip("/").endswith("/models"):

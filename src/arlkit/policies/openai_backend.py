@@ -9,8 +9,10 @@ trajectory's request the moment it is ready (``agenerate``), through a few async
 (connection pools) per event loop. ``generate`` serves a batch from synchronous code, on the
 policy's own event-loop thread, ``max_concurrency`` at a time.
 
-Every call has a timeout. 429 / 5xx / timeouts / dropped connections / malformed responses are
-retried with exponential backoff (or the server's ``Retry-After``), with jitter. A request that
+Every attempt has a total deadline, ``timeout`` seconds from connecting to the last byte of the
+body (the client's own timeouts are per read, which a server trickling a byte at a time, or
+streaming forever, never trips). 429 / 5xx / timeouts / dropped connections / malformed responses
+are retried with exponential backoff (or the server's ``Retry-After``), with jitter. A request that
 still fails becomes ``Reply(error=...)``: the engine ends that trajectory with
 ``ended_by="policy_error"`` and the run goes on (an evaluation retries it on resume).
 
@@ -34,7 +36,6 @@ appended back.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import email.utils
 import hashlib
 import inspect
@@ -42,13 +43,13 @@ import json
 import os
 import random
 import re
-import threading
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from arlkit.config import ConfigError, RunError
+from arlkit.policies.loop_thread import LoopThread
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, PolicyError, Reply, Request
 from arlkit.policies.registry import BackendOptions, SamplingConfig, register_policy
 
@@ -83,7 +84,8 @@ class OpenAIConfig:
     Attributes:
         api_key_env: environment variable holding the API key (unset: a placeholder key is sent,
             which local servers accept).
-        timeout: seconds one HTTP attempt may take (connect, read, write each).
+        timeout: seconds one HTTP attempt may take in all (connect, headers and body); the
+            listing of models at construction has the same deadline.
         max_retries: further attempts after a 429, 5xx, timeout or connection failure.
         backoff: seconds before the first retry; doubled before each next one.
         max_backoff: cap on one wait between attempts (a server's ``Retry-After`` may ask for
@@ -207,7 +209,7 @@ class OpenAIPolicy:
         self._completion = openai.types.chat.ChatCompletion
         self._clients: dict[asyncio.AbstractEventLoop, list[Any]] = {}  # async clients of each event loop
         self._turn = 0
-        self._thread: _LoopThread | None = None  # the loop of synchronous generate() calls, made on first use
+        self._thread: LoopThread | None = None  # the loop of generate() and the model check, made on first use
         self._tokens_field = "max_tokens"  # "max_completion_tokens" once a server asks for it
         self._succeeded = False
         self._refusals: dict[tuple[int, str], int] = {}
@@ -222,7 +224,7 @@ class OpenAIPolicy:
     def _check_model(self) -> None:
         openai = self._openai
         try:
-            served = [m.id for m in self.client.models.list()]
+            served = self._own_loop().submit(self._within(self._served())).result()
         except openai.NotFoundError:
             return  # the server has no /models endpoint: nothing to check
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
@@ -259,6 +261,19 @@ class OpenAIPolicy:
             params["top_k"] = s.top_k  # not an OpenAI field: vLLM, SGLang and llama.cpp read it
         return params
 
+    async def _served(self) -> list[str]:
+        return [m.id async for m in self._client_here().models.list()]
+
+    async def _within(self, attempt: Coroutine[Any, Any, _T]) -> _T:
+        """``attempt`` awaited, cancelled at its deadline: the client's own timeout error, as when one
+        read times out."""
+        try:
+            return await asyncio.wait_for(attempt, self.config.timeout)
+        except asyncio.TimeoutError:
+            import httpx  # the openai client's transport
+
+            raise self._openai.APITimeoutError(request=httpx.Request("POST", self._where())) from None
+
     def _retryable(self, exc: Exception) -> bool:
         openai = self._openai
         if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError)):
@@ -287,7 +302,8 @@ class OpenAIPolicy:
             try:
                 # The client's generic POST: the same errors, retries off, response parsing, but
                 # not the per-request walk over the typed parameters (~60% of a turn's CPU here).
-                response = await self._client_here().post("/chat/completions", body=params, cast_to=self._completion)
+                response = await self._within(self._client_here().post("/chat/completions", body=params,
+                                                                       cast_to=self._completion))
                 reply = self._reply(response)
             except openai.NotFoundError as exc:
                 raise PolicyError(f"the server at {self._where()} does not know model {self.model!r}: {_message(exc)}") from None
@@ -406,10 +422,13 @@ class OpenAIPolicy:
         own event-loop thread, so it serves synchronous callers)."""
         if not requests:
             return []
-        if self._thread is None:
-            self._thread = _LoopThread("arlkit-openai")
-        futures = [self._thread.submit(self._bounded(r)) for r in requests]
+        futures = [self._own_loop().submit(self._bounded(r)) for r in requests]
         return [f.result() for f in futures]
+
+    def _own_loop(self) -> LoopThread:
+        if self._thread is None:
+            self._thread = LoopThread("arlkit-openai")
+        return self._thread
 
     async def _bounded(self, request: Request) -> Reply:
         if self._slots is None:  # made on the policy's loop, where it is awaited
@@ -424,26 +443,6 @@ class OpenAIPolicy:
             self._thread.close()
             self._thread = None
         self.client.close()
-
-
-class _LoopThread:
-    """An event loop on a daemon thread of its own: the async client's connections live there, so the
-    policy serves any caller (a synchronous ``generate``, or engines on other event loops)."""
-
-    def __init__(self, name: str) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
-        self._thread.start()
-
-    def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
-
-    def close(self) -> None:
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-        if not self._thread.is_alive():
-            self._loop.close()
 
 
 def _retry_after_s(headers: Any) -> float | None:

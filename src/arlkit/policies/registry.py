@@ -40,6 +40,9 @@ class SamplingConfig:
     max_new_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        for name in ("temperature", "top_p"):  # NaN passes every range check written as a comparison
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be a finite number, got {getattr(self, name)}")
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:

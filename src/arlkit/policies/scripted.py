@@ -46,12 +46,16 @@ def random_action(request: Request, rng: np.random.Generator) -> str:
     return actions[int(rng.integers(len(actions)))]
 
 
-def _oracle_action(request: Request, rng: np.random.Generator) -> str:
+def _oracle_reply(request: Request, rng: np.random.Generator) -> Reply:
+    """An optimal action (ties broken by ``rng``); where the environment's oracle is unknown (no
+    optimal action: its planner gave no answer) a reply with an error, which ends the trajectory."""
     env = request.env
     if not isinstance(env, Oracle):
         raise PolicyError(f"the oracle policy needs an environment with an oracle; {env.name!r} has none")
     best = list(env.optimal_actions(oracle_horizon(request)))
-    return best[int(rng.integers(len(best)))]
+    if not best:
+        return Reply("", error=f"the oracle is unavailable in this state of {env.name!r} (no optimal action known)")
+    return Reply(format_reply("optimal move", best[int(rng.integers(len(best)))]))
 
 
 @dataclass
@@ -80,7 +84,7 @@ class NoisyOraclePolicy:
             if self.eps > 0 and rng.random() < self.eps:
                 replies.append(Reply(format_reply("exploring", random_action(request, rng))))
             else:
-                replies.append(Reply(format_reply("optimal move", _oracle_action(request, rng))))
+                replies.append(_oracle_reply(request, rng))
         return replies
 
 

@@ -23,6 +23,9 @@ Semantics follow the OpenAI API:
 - ``top_k`` is accepted as an extra field, as vLLM does;
 - a field the server does not implement (``tools``, ``response_format``, penalties, tool calls in
   the conversation) is refused with HTTP 400, unless its value asks for nothing;
+- a body that is not JSON, holds ``NaN`` or ``Infinity``, nests arrays and objects more than 32
+  levels deep, or sets a sampling option to a non-finite number is refused with HTTP 400 naming the
+  problem; a body over 16 MiB with HTTP 413;
 - a prompt that with ``max_tokens`` exceeds the model's context window is refused with HTTP 400,
   code ``context_length_exceeded`` and vLLM's message ("This model's maximum context length is N
   tokens.").
@@ -375,7 +378,7 @@ class OpenAICompatibleServer:
             )
             # no seed: a fresh one, so unseeded requests are independent samples (not all seed 0)
             seed = int(body["seed"]) if body.get("seed") is not None else secrets.randbits(62)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int() of an infinity
             raise BadRequest(400, f"invalid sampling option: {exc}") from None
         return _Parsed(Request(messages=messages, seed=seed, turn=0), sampling, tuple(stop), bool(body.get("logprobs")),
                        int(top), n, bool(body.get("stream")), bool(options.get("include_usage")))

@@ -12,9 +12,12 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-__all__ = ["MAX_BODY", "BadRequest", "build_app", "parse_messages", "token_bytes"]
+__all__ = ["MAX_BODY", "MAX_DEPTH", "BadRequest", "build_app", "parse_body", "parse_messages", "token_bytes"]
 
 MAX_BODY = 16 * 2**20
+"""Bytes a request body may have (413 beyond)."""
+MAX_DEPTH = 32
+"""Nesting levels of arrays and objects a request body may have (a chat request needs 5)."""
 
 
 class BadRequest(Exception):
@@ -23,6 +26,54 @@ class BadRequest(Exception):
     def __init__(self, status: int, message: str, code: str = "invalid_request_error") -> None:
         super().__init__(message)
         self.status, self.code = status, code
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """``value`` (parsed JSON) nests arrays and objects more than ``limit`` levels deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if level > limit:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False
+
+
+def parse_body(raw: bytes) -> Any:
+    """The JSON of a request body, refused with a 400 naming the problem when it is not JSON, holds
+    ``NaN`` or ``Infinity`` (not JSON, though Python's parser takes them), or nests deeper than
+    :data:`MAX_DEPTH`."""
+    try:
+        body = json.loads(raw or b"null", parse_constant=_refuse_constant)
+    except RecursionError:
+        raise BadRequest(400, f"the body nests arrays and objects more than {MAX_DEPTH} levels deep") from None
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        detail = str(exc) if "JSON number" in str(exc) else "not valid JSON"
+        raise BadRequest(400, f"the body is not valid JSON ({detail})") from None
+    if _depth_exceeds(body, MAX_DEPTH):
+        raise BadRequest(400, f"the body nests arrays and objects more than {MAX_DEPTH} levels deep")
+    return body
+
+
+async def _read_body(request: StarletteRequest) -> bytes:
+    """The request's body, read no further than :data:`MAX_BODY` bytes (413 beyond, declared or sent)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
+        raise BadRequest(413, f"the request body is larger than {MAX_BODY} bytes")
+    parts, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise BadRequest(413, f"the request body is larger than {MAX_BODY} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def parse_messages(raw: Any) -> list[dict[str, str]]:
@@ -99,17 +150,8 @@ def build_app(state: Any) -> Starlette:
         return JSONResponse(state.model())
 
     async def chat(request: StarletteRequest) -> Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
-            return _error(413, "request body too large", "invalid_request_error")
-        raw = await request.body()
-        if len(raw) > MAX_BODY:
-            return _error(413, "request body too large", "invalid_request_error")
         try:
-            body = json.loads(raw or b"null")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return _error(400, "the body is not valid JSON", "invalid_request_error")
-        try:
+            body = parse_body(await _read_body(request))
             if isinstance(body, dict) and body.get("stream"):
                 chunks = await state.achat_stream(body)
                 return StreamingResponse(_sse(chunks), media_type="text/event-stream")

@@ -25,7 +25,8 @@ import numpy as np
 from arlkit.config import ConfigError, EnvSpec, config_to_plain
 from arlkit.recipes.jobs import evaluation_status, run_workers
 from arlkit.rollout.prompts import PromptConfig
-from arlkit.rundir import claim_run_dir, read_complete_jsonl
+from arlkit.rollout.records import read_trajectories
+from arlkit.rundir import claim_run_dir, holds_run_dir, read_complete_jsonl
 
 __all__ = ["ARENA_ENV", "ARENA_VARIANTS", "ArenaPlan", "ArenaRow", "arena_plan", "run_arena"]
 
@@ -149,6 +150,7 @@ def _say(message: str) -> None:
     print(f"[arena] {message}", flush=True)
 
 
+@holds_run_dir("out")
 def run_arena(out: str | Path, plan: ArenaPlan, *, say: Callable[[str], None] = _say, progress: bool = True) -> list[ArenaRow]:
     """Run the whole arena into ``out`` (module docstring); a re-run resumes finished stages."""
     from arlkit.config import load_config
@@ -253,12 +255,12 @@ def _check(plan: ArenaPlan, shared: dict[str, Any]) -> None:
 
 def _t_max_trajectories(folders: Sequence[Path]) -> dict[str, list[float]]:
     """Per task, the success of the trajectories run at the largest budget of the evaluations."""
-    records = [r for f in folders for r in read_complete_jsonl(f / "trajectories.jsonl")]
+    records = [t for f in folders for t in read_trajectories(f / "trajectories.jsonl")]  # each trajectory once
     if not records:
         raise ValueError(f"no evaluated trajectories in {', '.join(map(str, folders))}")
-    top = max(int(r["budget"]) for r in records)
+    top = max(int(t.budget) for t in records)
     out: dict[str, list[float]] = {}
-    for r in records:
-        if int(r["budget"]) == top:
-            out.setdefault(str(r["task_id"]), []).append(float(bool(r.get("success"))))
+    for t in records:
+        if int(t.budget) == top:
+            out.setdefault(str(t.task_id), []).append(float(bool(t.success)))
     return out

@@ -43,7 +43,7 @@ from arlkit.recipes.demo_outputs import (
 )
 from arlkit.recipes.demo_summary import wall_time, write_summary
 from arlkit.rollout.prompts import PromptConfig
-from arlkit.rundir import atomic_write_json, atomic_write_text, claim_run_dir
+from arlkit.rundir import atomic_write_json, atomic_write_text, claim_run_dir, holds_run_dir
 from arlkit.train.tracking import progress_bar
 
 __all__ = ["DEMO_ENV", "DemoPlan", "DemoResult", "demo_plan", "run_demo"]
@@ -244,6 +244,7 @@ class _Stages:
         self._last = now
 
 
+@holds_run_dir("out")
 def run_demo(out: str | Path = "runs/demo", *, quick: bool = False, plan: DemoPlan | None = None,
              say: Callable[[str], None] = _say, progress: bool = True) -> DemoResult:
     """Run the whole demo into ``out`` (module docstring); a re-run resumes finished stages. ``say``

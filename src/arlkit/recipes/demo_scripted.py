@@ -13,12 +13,14 @@ from arlkit.recipes.analyze import analyze_run
 from arlkit.recipes.demo import DEMO_ENV
 from arlkit.recipes.eval import EvalConfig, EvalResult, run_eval
 from arlkit.report.html import write_html_report
+from arlkit.rundir import holds_run_dir
 
 __all__ = ["SCRIPTED_POLICIES", "run_scripted_demo"]
 
 SCRIPTED_POLICIES = ("oracle", "noisy-oracle:0.3", "random")
 
 
+@holds_run_dir("out")
 def run_scripted_demo(
     out: str | Path, *, quick: bool = False, on_progress: Callable[[int, int], None] | None = None
 ) -> tuple[EvalResult, list[str], Path]:

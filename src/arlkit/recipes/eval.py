@@ -27,13 +27,13 @@ import numpy as np
 from arlkit.config import MOVED_KEYS, ConfigError, EnvSpec, config_to_plain, flat_plain, identity_plain
 from arlkit.budgets import EVAL_BUDGETS, check_budget, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
-from arlkit.envs.capabilities import supports_function_calling
+from arlkit.envs.capabilities import summary_notes, supports_function_calling
 from arlkit.envs.registry import make
 from arlkit.metrics.cost import cost_by_policy
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table
 from arlkit.policies import BackendOptions, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
-from arlkit.rundir import atomic_path, claim_run_dir
+from arlkit.rundir import atomic_path, claim_run_dir, holds_run_dir
 from arlkit.rollout.engine import EngineConfig, EngineStats, make_jobs, run_rollouts
 from arlkit.rollout.prompts import PromptConfig, prompt_version
 from arlkit.rollout.records import CONTEXT_LENGTH_EXCEEDED, JsonlWriter, Trajectory, read_trajectories
@@ -134,7 +134,8 @@ class EvalResult:
         failed: trajectories ended by policy errors in this run: not finished, written to
             ``errors.jsonl``, retried by the next run.
         withheld: policies whose Pass@(K,T) was not computed because of ``failed`` ones.
-        notes: lines about the run for ``summary.md`` (errors, context windows, repaired text).
+        notes: lines about the run for ``summary.md`` (errors, context windows, repaired text, and the
+            environment's own: :class:`~arlkit.envs.capabilities.SummaryNotes`).
     """
 
     out: Path
@@ -203,6 +204,7 @@ def _check_native_policies(specs: Sequence[str], policies: Sequence[Any]) -> Non
                           f"{', '.join(unable)}")
 
 
+@holds_run_dir("out")
 def run_eval(
     config: EvalConfig,
     out: str | Path,
@@ -305,7 +307,7 @@ def run_eval(
     result = EvalResult(
         out, rows, trajectories, budgets, probe.t_max, task_ids, resumed=len(kept), failed=failed, withheld=withheld
     )
-    result.notes = _notes(result, config)
+    result.notes = _notes(result, config) + summary_notes(probe, tasks)  # the environment's own, after the rows
     title = (
         f"Pass@(K,T) on {config.env.name} ({len(task_ids)} {config.split} tasks, {config.samples} samples each, "
         f"{config.prompt.budget_mode} budgets, T_max = {probe.t_max})"

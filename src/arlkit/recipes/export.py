@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from arlkit.config import ConfigError
 from arlkit.rollout.records import Trajectory, read_trajectories
+from arlkit.rundir import holds_run_dir, run_dir_entries
 
 __all__ = ["export_run", "trajectory_tables"]
 
@@ -65,13 +66,14 @@ def trajectory_tables(trajectories: Sequence[Trajectory]) -> tuple[list[dict[str
     return rows, turns
 
 
+@holds_run_dir("out")
 def export_run(run: str | Path, out: str | Path, *, fmt: Literal["parquet", "hf"] = "parquet") -> tuple[int, int]:
     """Export ``run``'s trajectories into ``out`` (a new or empty folder); returns (trajectories, turns)."""
     run, out = Path(run), Path(out)
     source = run / "trajectories.jsonl"
     if not source.is_file():
         raise ConfigError(f"{run}: no trajectories.jsonl (export takes an `arlkit eval` run directory)")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or run_dir_entries(out)):
         raise ConfigError(f"--out {str(out)!r} exists and is not an empty folder; choose another")
     trajectories = read_trajectories(source)
     rows, turns = trajectory_tables(trajectories)

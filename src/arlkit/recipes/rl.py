@@ -54,7 +54,7 @@ from arlkit.envs import make
 from arlkit.rollout import prompt_version, Trajectory, derive_seed, make_jobs, run_rollouts
 from arlkit.train.batch import RowBatch, build_batch, pad_rows, score_trajectory
 from arlkit.train.budgetmix import sample_group_budgets
-from arlkit.rundir import atomic_write_text, check_run_dir, claim_run_dir
+from arlkit.rundir import atomic_write_text, check_run_dir, claim_run_dir, holds_run_dir
 from arlkit.train.checkpoint import load_latest_checkpoint, save_checkpoint
 from arlkit.train.checks import check_train_config
 from arlkit.train.config import RUNTIME_FIELDS, TrainConfig
@@ -102,6 +102,7 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
+@holds_run_dir("out")
 def train(config: TrainConfig, out: str | Path, *, resume: bool = False, force: bool = False) -> TrainResult:
     """Run (or resume) one RL run into ``out`` (module docstring).
 

@@ -38,7 +38,7 @@ from arlkit.policies import Message, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon, random_action
 from arlkit.rollout import prompt_version, derive_seed, make_jobs, run_rollouts
 from arlkit.rollout.records import Trajectory, TurnRecord
-from arlkit.rundir import atomic_write_text, claim_run_dir
+from arlkit.rundir import atomic_write_text, claim_run_dir, holds_run_dir
 from arlkit.train.batch import ChatTokens, trajectory_row
 from arlkit.train.budgetmix import sample_group_budgets
 from arlkit.train.checkpoint import load_latest_checkpoint, restore_state, save_checkpoint
@@ -213,6 +213,7 @@ def _finished(out: Path) -> SFTResult:
     return SFTResult(**{**fields, "model_dir": Path(fields["model_dir"])})
 
 
+@holds_run_dir("out")
 def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFTResult:
     """Behaviour cloning into ``out`` (module docstring). The config, its environment, model and expert
     are checked (:func:`~arlkit.train.checks.check_sft_config`) before anything is written to ``out``."""

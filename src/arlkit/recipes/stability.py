@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from arlkit.analysis.stability import StabilityConfig, StabilityVerdict, stability_verdict
+from arlkit.config import read_yaml
 from arlkit.report.stability_files import write_stability
 from arlkit.rundir import read_complete_jsonl
 
@@ -25,8 +24,8 @@ def load_training_run(path: str | Path) -> tuple[str, list[dict[str, Any]], int 
         raise ValueError(f"{run}: no metrics.jsonl with logged steps (is it an `arlkit train` run directory?)")
     per_step = None
     if (run / "config.yaml").exists():
-        config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8")) or {}
-        if isinstance(config.get("tasks_per_step"), int) and isinstance(config.get("group_size"), int):
+        config = read_yaml(run / "config.yaml") or {}
+        if isinstance(config, dict) and isinstance(config.get("tasks_per_step"), int) and isinstance(config.get("group_size"), int):
             per_step = config["tasks_per_step"] * config["group_size"]
     return run.resolve().name, rows, per_step
 

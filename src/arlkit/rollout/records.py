@@ -23,10 +23,11 @@ from typing import Any, TextIO
 
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Message
 from arlkit.envs.parsing import valid_utf8
+from arlkit.rundir import atomic_path
 
 __all__ = [
-    "CONTEXT_LENGTH_EXCEEDED", "ENDINGS", "POLICY_ERROR", "JsonlWriter", "Prompt", "Trajectory", "TurnRecord",
-    "read_trajectories",
+    "CONTEXT_LENGTH_EXCEEDED", "ENDINGS", "POLICY_ERROR", "JsonlWriter", "Prompt", "RecordWarning", "Trajectory",
+    "TurnRecord", "read_trajectories",
 ]
 
 POLICY_ERROR = "policy_error"
@@ -198,6 +199,10 @@ def _clean(value: Any) -> tuple[Any, int]:
     return value, 0
 
 
+class RecordWarning(UserWarning):
+    """A records file held lines that are left out: a half-written last line, or duplicate records."""
+
+
 class JsonlWriter:
     """Appends one JSON line per trajectory and flushes it, so a killed run loses at most the
     line being written (which :func:`read_trajectories` then discards).
@@ -238,11 +243,16 @@ class JsonlWriter:
         self.close()
 
 
-def read_trajectories(path: Path, *, repair: bool = False) -> list[Trajectory]:
-    """Trajectories of a JSON-lines file.
+def read_trajectories(path: Path, *, repair: bool = False, unique: bool = True) -> list[Trajectory]:
+    """Trajectories of a JSON-lines file, each :meth:`Trajectory.key` once (``unique``).
 
     A last line cut short by a crash is skipped with a warning; with ``repair`` the file is also
-    truncated to its last complete line so that appends continue cleanly.
+    truncated to its last complete line so that appends continue cleanly. A record whose key an
+    earlier line holds (a line appended twice, two runs writing one folder) is left out with one
+    warning saying how many: a trajectory's seeds depend only on its key, so the first record is
+    the one an uninterrupted run writes, and a score counts each trajectory once. With ``repair``
+    the file is rewritten without them, so the warning is given once. ``unique=False`` reads every
+    record, for logs that hold one per attempt (``errors.jsonl``).
     """
     path = Path(path)
     if not path.exists():
@@ -252,6 +262,7 @@ def read_trajectories(path: Path, *, repair: bool = False) -> list[Trajectory]:
     if complete_end < len(raw):
         warnings.warn(
             f"{path}: discarding a half-written last line ({len(raw) - complete_end} bytes) left by an interrupted run",
+            RecordWarning,
             stacklevel=2,
         )
         if repair:
@@ -259,13 +270,23 @@ def read_trajectories(path: Path, *, repair: bool = False) -> list[Trajectory]:
                 handle.truncate(complete_end)
                 handle.flush()
                 os.fsync(handle.fileno())
-    out = []
+    out: dict[Any, tuple[Trajectory, bytes]] = {}
+    repeated = 0
     for number, line in enumerate(raw[:complete_end].splitlines(), start=1):
         if not line.strip():
             continue
         try:
             # errors="replace": a file written by another tool may hold invalid bytes
-            out.append(Trajectory.from_json(json.loads(line.decode("utf-8", errors="replace"))))
+            trajectory = Trajectory.from_json(json.loads(line.decode("utf-8", errors="replace")))
+            key = trajectory.key() if unique else number
+            repeated += key in out  # TypeError: an unhashable task id
         except (ValueError, TypeError, AttributeError) as exc:  # JSONDecodeError is a ValueError
             raise ValueError(f"{path}:{number}: not a trajectory record ({exc})") from None
-    return out
+        out.setdefault(key, (trajectory, line))
+    if repeated:
+        warnings.warn(f"{path}: {repeated} duplicate trajectory records (a policy, budget, task and sample given "
+                      "before) ignored; each trajectory counts once, as its first record", RecordWarning, stacklevel=2)
+        if repair:
+            with atomic_path(path, fsync=True) as tmp:
+                tmp.write_bytes(b"".join(line + b"\n" for _, line in out.values()))
+    return [trajectory for trajectory, _ in out.values()]

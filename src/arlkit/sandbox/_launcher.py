@@ -126,7 +126,8 @@ def _build_root(libc: ctypes.CDLL, spec: dict[str, Any]) -> None:
                 os.symlink(link, f"{target}/{name}")
         elif kind == "proc":
             os.mkdir(target, 0o555)
-            _mount(libc, "proc", target, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+            # read-only: no process can open another's /proc/<pid>/mem for writing (EROFS)
+            _mount(libc, "proc", target, "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         else:
             raise ValueError(f"unknown view step {kind!r}")
     for target in read_only_later + [root]:

@@ -62,6 +62,11 @@ class SandboxConfig:
             folder holding a task set's hidden tests. The namespaced levels show an allow-list of
             host paths only (``docs/sandbox.md``), so this matters for folders inside it (an
             interpreter's ``site-packages``); the interpreter's own folders are always shown.
+        hide_packages: installed Python packages masked in every ``site-packages`` folder the
+            sandbox shows, as arlkit's own copies always are (namespaced levels): import or
+            distribution names (``reasoning_gym``); each one's package folder or module,
+            ``.dist-info`` and editable-install files look empty, so a program cannot import or
+            read them (a task set's generator, :func:`arlkit.envs.answers.generator_packages`).
         scratch_dirs: extra top-level folders (``/app``) mounted as private writable tmpfs of
             ``tmpfs_mb`` each, beside ``/tmp`` (namespaced levels only: a sandbox that asks for them
             at level ``none`` raises ``SandboxUnavailable``). The terminal environment keeps its
@@ -86,6 +91,7 @@ class SandboxConfig:
     uid_slots: int = 64
     python: str = ""
     hide_paths: tuple[str, ...] = ()
+    hide_packages: tuple[str, ...] = ()
     scratch_dirs: tuple[str, ...] = ()
     cgroup_parent: str = "auto"
 
@@ -109,6 +115,9 @@ class SandboxConfig:
         for path in self.hide_paths:
             if not path.startswith("/") or path.rstrip("/") in ("", "/tmp", "/proc", "/dev"):
                 raise ValueError(f"hide_paths must be absolute folders other than /, /tmp, /proc, /dev; got {path!r}")
+        for name in self.hide_packages:
+            if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", name):
+                raise ValueError(f"hide_packages must be package names such as reasoning_gym; got {name!r}")
         for path in self.scratch_dirs:
             if not re.fullmatch(r"/[A-Za-z0-9_][A-Za-z0-9_.-]*", path) or path in _RESERVED_TOP_DIRS:
                 raise ValueError(

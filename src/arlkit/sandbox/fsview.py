@@ -10,9 +10,10 @@ sees"):
 - the interpreters' prefixes (a venv and the Python it was made from): their ``bin`` and ``lib*``
   folders and ``pyvenv.cfg``, read-only, never the folder around them (a checkout holding a venv
   stays outside);
-- inside those, every installed copy of arlkit (the package folder, its ``.dist-info``, an
-  editable install's ``.pth`` and finder) and every ``hide_paths`` folder is masked by an empty
-  folder or file, so another checkout's task data cannot be reached through ``site-packages``;
+- inside those, every installed copy of arlkit and of the ``hide_packages`` (the package folder
+  or module, its ``.dist-info``, an editable install's ``.pth`` and finder) and every
+  ``hide_paths`` folder is masked by an empty folder or file, so another checkout's task data, or
+  the generator a task set comes from, cannot be reached through ``site-packages``;
 - the level's own ``/dev``, ``/proc``, and size-capped tmpfs scratch folders.
 
 This module computes that view as a list of operations; :mod:`arlkit.sandbox.isolation` turns it
@@ -28,7 +29,7 @@ import sys
 import threading
 from pathlib import Path
 
-__all__ = ["Op", "etc_files", "interpreter_prefixes", "is_arlkit_entry", "order_ops", "system_view"]
+__all__ = ["Op", "etc_files", "interpreter_prefixes", "is_arlkit_entry", "is_package_entry", "order_ops", "system_view"]
 
 Op = tuple  # ("dir", path) | ("symlink", target, path) | ("bind", source, path) | ("mask", path, "dir" | "file")
 """One step of building the view; see :func:`order_ops` for the kinds."""
@@ -66,13 +67,24 @@ def interpreter_prefixes(python: str) -> list[str]:
     return sorted(p for p in out if p != "/")
 
 
-def is_arlkit_entry(name: str) -> bool:
-    """Whether a ``site-packages`` entry belongs to an arlkit install: the package, its
+def is_package_entry(name: str, package: str) -> bool:
+    """Whether a ``site-packages`` entry belongs to an install of ``package`` (an import or
+    distribution name, any case, ``-`` or ``_``): the package folder or module, its
     ``.dist-info``/``.egg-info``/``.egg-link``, an editable install's ``.pth`` and finder."""
     lowered = name.lower()
-    for prefix in ("__editable___", "__editable__.", "_"):
-        lowered = lowered.removeprefix(prefix)
-    return lowered == "arlkit" or lowered.startswith(("arlkit-", "arlkit.", "arlkit_"))
+    for wanted in {package.lower().replace("-", "_"), package.lower().replace("_", "-")}:
+        if lowered == wanted or lowered.startswith((wanted + "-", wanted + ".")):
+            return True
+        for prefix in ("__editable___", "__editable__.", "_"):
+            rest = lowered.removeprefix(prefix)
+            if rest != lowered and (rest == wanted or rest.startswith((wanted + "-", wanted + ".", wanted + "_"))):
+                return True
+    return False
+
+
+def is_arlkit_entry(name: str) -> bool:
+    """Whether a ``site-packages`` entry belongs to an arlkit install (:func:`is_package_entry`)."""
+    return is_package_entry(name, "arlkit")
 
 
 def _covered(path: str) -> bool:
@@ -99,7 +111,7 @@ def _site_dirs(root: str) -> list[str]:
     return sorted({d for p in patterns for d in glob.glob(p) if os.path.isdir(d)})
 
 
-_CACHE: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[tuple[str, int], ...], tuple[Op, ...]]] = {}
+_CACHE: dict[tuple[tuple[str, ...], ...], tuple[tuple[tuple[str, int], ...], tuple[Op, ...]]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -110,11 +122,15 @@ def _mtime(path: str) -> int:
         return -1
 
 
-def system_view(pythons: tuple[str, ...], hide_paths: tuple[str, ...]) -> tuple[Op, ...]:
+def system_view(
+    pythons: tuple[str, ...], hide_paths: tuple[str, ...], hide_packages: tuple[str, ...] = ()
+) -> tuple[Op, ...]:
     """The host part of the view for programs run by ``pythons``: system folders, allowed ``/etc``
-    entries, the interpreters' prefixes, and masks over arlkit installs and ``hide_paths`` inside
+    entries, the interpreters' prefixes, and masks over installs of arlkit and of
+    ``hide_packages`` in every ``site-packages`` folder among them, and over ``hide_paths`` inside
     them. Cached; recomputed when a ``site-packages`` folder changes."""
-    key = (pythons, hide_paths)
+    key = (pythons, hide_paths, hide_packages)
+    packages = ("arlkit", *hide_packages)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
         if cached is not None and all(_mtime(d) == m for d, m in cached[0]):
@@ -142,7 +158,7 @@ def system_view(pythons: tuple[str, ...], hide_paths: tuple[str, ...]) -> tuple[
         except OSError:
             continue  # unreadable here means unreadable to the sandbox user too
         for name in names:
-            if is_arlkit_entry(name):
+            if any(is_package_entry(name, package) for package in packages):
                 entry = os.path.join(site, name)
                 masks[entry] = "dir" if os.path.isdir(entry) and not os.path.islink(entry) else "file"
     bind_targets = {op[2] for op in ops if op[0] == "bind"}

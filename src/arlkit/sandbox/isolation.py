@@ -113,7 +113,7 @@ def _view(config: SandboxConfig, run_dir: str, uid: int | None) -> tuple[list[Op
     python = config.python or sys.executable
     tmp_bytes = config.tmpfs_mb * 1024 * 1024
     side_bytes = max(tmp_bytes // 4, 1024 * 1024)
-    ops = list(system_view(tuple(sorted({python, sys.executable})), config.hide_paths))
+    ops = list(system_view(tuple(sorted({python, sys.executable})), config.hide_paths, config.hide_packages))
     etc, empty = etc_files(state_dir(), os.getuid() if uid is None else uid, os.getgid() if uid is None else uid)
     ops += etc
     # nr_inodes caps the number of files (bubblewrap has no option for it: see build_plan).
@@ -147,7 +147,8 @@ def _bwrap_args(ops: list[Op], empty_file: str) -> list[str]:
             args += ["--ro-bind", empty_file, op[1]]
         else:
             raise ValueError(f"unknown view step {kind!r}")
-    return args + ["--remount-ro", "/"]
+    # /proc read-only: no process can open another's /proc/<pid>/mem for writing (EROFS)
+    return args + ["--remount-ro", "/proc", "--remount-ro", "/"]
 
 
 def build_plan(

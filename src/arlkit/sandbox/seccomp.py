@@ -10,7 +10,10 @@ program, after ``no_new_privs``. It refuses, with ``EPERM``:
 - ``unshare`` and ``clone`` with ``CLONE_NEWUSER``: a new user namespace would give the program
   every capability inside it (mount a tmpfs of any size, for one);
 - ``userfaultfd``, ``perf_event_open``, ``bpf``, ``io_uring_setup`` and the kernel keyring calls:
-  kernel interfaces a sandboxed program has no use for and that are common exploit paths.
+  kernel interfaces a sandboxed program has no use for and that are common exploit paths;
+- ``ptrace``, ``process_vm_readv`` and ``process_vm_writev``: reading or writing another process's
+  memory (a program started by a checker must not rewrite the checker). The third route,
+  ``/proc/<pid>/mem``, is closed by the read-only ``/proc`` of the namespaced levels.
 
 ``clone3`` fails with ``ENOSYS`` (its flags sit in a struct that a classic filter cannot read), so
 the C library falls back to ``clone``, whose flags the filter checks. A system call made with any
@@ -31,13 +34,13 @@ __all__ = ["SUPPORTED_MACHINES", "build_filter", "syscall_number"]
 _ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _NUMBERS = {
     "x86_64": {
-        "shmget": 29, "clone": 56, "pivot_root": 155, "add_key": 248, "request_key": 249, "keyctl": 250,
+        "shmget": 29, "clone": 56, "ptrace": 101, "pivot_root": 155, "add_key": 248, "request_key": 249, "keyctl": 250,
         "unshare": 272, "perf_event_open": 298, "memfd_create": 319, "bpf": 321, "userfaultfd": 323,
-        "io_uring_setup": 425, "clone3": 435, "memfd_secret": 447,
+        "io_uring_setup": 425, "clone3": 435, "memfd_secret": 447, "process_vm_readv": 310, "process_vm_writev": 311,
     },
     "aarch64": {
-        "pivot_root": 41, "unshare": 97, "shmget": 194, "add_key": 217, "request_key": 218, "keyctl": 219,
-        "clone": 220, "perf_event_open": 241, "memfd_create": 279, "bpf": 280, "userfaultfd": 282,
+        "pivot_root": 41, "unshare": 97, "ptrace": 117, "shmget": 194, "add_key": 217, "request_key": 218, "keyctl": 219,
+        "clone": 220, "perf_event_open": 241, "process_vm_readv": 270, "process_vm_writev": 271, "memfd_create": 279, "bpf": 280, "userfaultfd": 282,
         "io_uring_setup": 425, "clone3": 435, "memfd_secret": 447,
     },
 }  # fmt: skip
@@ -45,7 +48,7 @@ SUPPORTED_MACHINES = tuple(_ARCH)
 
 REFUSED = (
     "memfd_create", "memfd_secret", "shmget", "userfaultfd", "perf_event_open", "bpf", "io_uring_setup",
-    "add_key", "request_key", "keyctl",
+    "add_key", "request_key", "keyctl", "ptrace", "process_vm_readv", "process_vm_writev",
 )  # fmt: skip
 """Calls that always fail with ``EPERM``."""
 

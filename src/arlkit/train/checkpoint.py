@@ -7,11 +7,15 @@ Both are written to temporary files, flushed to disk and renamed, the manifest f
 either the previous or the new checkpoint, never half of one. The ``latest`` pointer is replaced the
 same way (informational: resuming picks by step number).
 
-Resuming verifies the newest checkpoint against its manifest before unpickling it. A checkpoint that
-does not match (a flipped bit, a truncated or empty file) or cannot be read is reported in one
-:class:`CheckpointWarning` line, set aside as ``*.corrupt``, and the next older one is tried; when
-none is usable, :class:`CheckpointError` stops the run. A checkpoint without a manifest (written before
-manifests existed) is loaded unverified with a warning (docs/training.md §5).
+Resuming verifies the newest checkpoint against its manifest, then reads it with
+``torch.load(weights_only=True)``: tensors and plain Python values only, so reading a checkpoint never
+runs code, whatever a manifest says (a file and its manifest can both be replaced). Every value a
+checkpoint holds is of those types (the NumPy RNG state is stored as plain numbers). A checkpoint
+that does not match (a flipped bit, a truncated or empty file), cannot be read, or holds anything
+else (a pickled object) is reported in one :class:`CheckpointWarning` line, set aside as ``*.corrupt``,
+and the next older one is tried; when none is usable, :class:`CheckpointError` stops the run. A
+checkpoint without a manifest (written before manifests existed) is loaded unverified with a warning
+(docs/training.md §5).
 
 The run folder itself (``run.json``, resume, ``--force``) is :mod:`arlkit.rundir`'s. A full disk while
 writing is an ``OSError(ENOSPC)`` naming the file.
@@ -22,7 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import random
+import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -60,10 +66,13 @@ class CheckpointWarning(UserWarning):
 
 
 def get_rng_state() -> dict[str, Any]:
-    """Every global RNG state a training step can touch."""
+    """Every global RNG state a training step can touch, as tensors and plain Python values (what
+    ``torch.load(weights_only=True)`` reads)."""
+    name, keys, pos, has_gauss, gauss = np.random.get_state(legacy=True)
     state: dict[str, Any] = {
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": {"name": str(name), "keys": [int(k) for k in keys], "pos": int(pos), "has_gauss": int(has_gauss),
+                  "gauss": float(gauss)},
         "torch": torch.get_rng_state(),
     }
     if torch.cuda.is_available():
@@ -74,7 +83,9 @@ def get_rng_state() -> dict[str, Any]:
 def set_rng_state(state: Mapping[str, Any]) -> None:
     """Restore :func:`get_rng_state`'s result."""
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    legacy = state["numpy"]
+    np.random.set_state((legacy["name"], np.array(legacy["keys"], dtype=np.uint32), legacy["pos"], legacy["has_gauss"],
+                         legacy["gauss"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -207,9 +218,10 @@ def checkpoint_problem(path: Path) -> str | None:
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint`, verified against its manifest first (then
-    unpickled in full: arlkit's own files). Raises :class:`CheckpointError` naming the file and what is
-    wrong; a checkpoint without a manifest is read unverified with a :class:`CheckpointWarning`."""
+    """Read a checkpoint written by :func:`save_checkpoint`, verified against its manifest first, with
+    ``weights_only=True`` (tensors and plain values: nothing that runs code). Raises :class:`CheckpointError` naming the file and what is
+    wrong, a pickled object included; a checkpoint without a manifest is read unverified with a
+    :class:`CheckpointWarning`."""
     path = Path(path)
     problem = checkpoint_problem(path)
     if problem is not None:
@@ -218,7 +230,12 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         warnings.warn(f"checkpoint {path} has no manifest (written before checkpoints recorded SHA-256 sums); "
                       "loading it unverified", CheckpointWarning, stacklevel=2)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        what = f" (a pickled {found.group(1)[:120]})" if found else ""
+        raise CheckpointError(f"checkpoint {path} holds something other than tensors and plain values{what}; "
+                              "not loaded, since unpickling it could run code") from None
     except Exception as exc:  # noqa: BLE001 - any failure to unpickle is a damaged file
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         raise CheckpointError(f"checkpoint {path} cannot be read ({type(exc).__name__}: {first})") from None

@@ -4,7 +4,8 @@ A game runs on TextWorld's ``PddlEnv`` wrapped as ALFWorld's ``AlfredTWEnv.init_
 (``AlfredDemangler`` without shuffling, ``AlfredInfos``; the same ``EnvInfos``: ``won``,
 ``admissible_commands``, ``extras=["gamefile"]``), without the Gym batch layer (one game per
 environment; the rollout engine counts the turns). The planner expert is fast-downward's search from
-the current state, the plan ALFWorld's ``AlfredExpert(expert_type="planner")`` reads.
+the current state, the plan ALFWorld's ``AlfredExpert(expert_type="planner")`` reads, run in a child
+process bounded in time and memory (:mod:`arlkit.envs.alfworld.planner`).
 
 Three things about that stack shape this module:
 
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arlkit.config import ConfigError
+from arlkit.envs.alfworld import planner
 
 __all__ = ["ALFWORLD_PIN", "INSTALL_HINT", "Backend", "BackendPool", "GameView", "POOL", "modules"]
 
@@ -135,10 +137,16 @@ class Backend:
             view = self.step(command)
         return view
 
-    def plan(self) -> list[str]:
-        """The planner expert's commands from the current state (empty: no plan found)."""
+    def plan(self, *, timeout_s: float = planner.DEFAULT_TIMEOUT_S,
+             memory_mb: int = planner.DEFAULT_MEMORY_MB) -> list[str] | None:
+        """The planner expert's commands from the current state (``None``: no plan exists), searched
+        within the limits (:func:`arlkit.envs.alfworld.planner.search`; :class:`PlannerLimit` past them)."""
         pddl = self.env.unwrapped
-        return [str(c) for c in self._locked(pddl._pddl_state.replan, pddl._entity_infos)]
+        state = pddl._pddl_state
+        names = planner.search(state.downward_lib, _ENGINE_LOCK, timeout_s=timeout_s, memory_mb=memory_mb)
+        if names is None:
+            return None
+        return [str(c) for c in self._locked(state.plan_to_templated_actions, names, pddl._entity_infos)]
 
 
 @dataclass

@@ -21,11 +21,15 @@ walkthrough (the planner's plan from the start, exact shortest for every shipped
 command; elsewhere a plan from the current state (cached per state). ``look``, ``inventory`` and
 ``examine`` commands are dropped from plans (they change no precondition or goal). Step quality
 looks one command ahead and plans from there; ``action_values`` list only the plan's next command.
+The search runs within ``planner_timeout_s`` and ``planner_memory_mb`` (:mod:`.planner`); where it
+gives no answer within them the oracle is unknown there (no optimal action, no values, no shortest
+length, success probability NaN), the game is recorded, and :meth:`AlfworldEnv.summary_notes` names it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 import weakref
@@ -40,6 +44,7 @@ from arlkit.envs.alfworld.backend import POOL, Backend, GameView, modules
 from arlkit.envs.alfworld.games import (
     TASK_TYPES, GeneratedGame, collect_real_games, game_document, load_shipped, read_real_game,
 )  # fmt: skip
+from arlkit.envs.alfworld.planner import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT_S, PlannerLimit
 from arlkit.envs.parsing import parse_tagged_action, quote
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
@@ -52,6 +57,8 @@ _R = TypeVar("_R")
 _NO_OPS = ("look", "inventory", "examine ", "help")  # commands that change nothing a goal or precondition reads
 _TASK = re.compile(r"Your task is to: (.*?)\.?\s*$", re.MULTILINE)
 _PLANS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()  # (game, facts) -> the planner's plan
+_NO_PLAN: OrderedDict[tuple[str, str, float, int], str] = OrderedDict()  # (game, facts, limits) -> why none came
+_UNPLANNED: dict[tuple[str, float, int], tuple[str, str]] = {}  # (task id, limits) -> (game's name, why no answer)
 _STARTS: OrderedDict[str, GameView] = OrderedDict()  # game -> what a reset shows: resets need no game
 _CACHE_LOCK = threading.Lock()
 _MAX_CACHED = 50_000
@@ -73,6 +80,10 @@ class AlfworldConfig:
             (about 7 MB each); the rollout engine keeps one environment per trajectory until its run
             ends, and one whose game went to another replays its commands when it steps again, so keep
             it at least the engine's ``max_active``.
+        planner_timeout_s: wall-clock seconds one search of the planner (the oracle's, from one state)
+            may run before it is killed and the oracle is unknown in that state.
+        planner_memory_mb: memory one search may add (address space, MB); past it the search ends
+            and the oracle is unknown in that state. One search runs per CPU core at most.
     """
 
     data_dir: str = ""
@@ -81,12 +92,18 @@ class AlfworldConfig:
     t_max: int = 50
     success_reward: float = 10.0
     max_games: int = 256
+    planner_timeout_s: float = DEFAULT_TIMEOUT_S
+    planner_memory_mb: int = DEFAULT_MEMORY_MB
 
     def __post_init__(self) -> None:
         if self.t_max < 1:
             raise ValueError(f"t_max must be >= 1, got {self.t_max}")
         if self.max_games < 1:
             raise ValueError(f"max_games must be >= 1, got {self.max_games}")
+        if not self.planner_timeout_s > 0:
+            raise ValueError(f"planner_timeout_s must be > 0, got {self.planner_timeout_s}")
+        if self.planner_memory_mb < 1:
+            raise ValueError(f"planner_memory_mb must be >= 1, got {self.planner_memory_mb}")
         if self.eval_split not in ("valid_seen", "valid_unseen"):
             raise ValueError(f"eval_split must be valid_seen or valid_unseen, got {self.eval_split!r}")
         unknown = sorted(set(self.task_types) - set(TASK_TYPES))
@@ -120,12 +137,14 @@ def _real_games(folder: str) -> tuple[tuple[Path, str], ...]:
 class _Game:
     """A task's game: ``key`` names it (the game pool, the caches), ``document`` is its
     ``game.tw-pddl``, ``walkthrough`` the plan from the start to trust (empty: ask the planner),
-    ``task`` the task text (empty for a real file: read from the intro)."""
+    ``task`` the task text (empty for a real file: read from the intro), ``name`` how reports name it
+    (a real game's task and trial folders, a generated game's task id)."""
 
     key: str
     document: Mapping[str, Any]
     walkthrough: tuple[str, ...]
     task: str
+    name: str
 
 
 @lru_cache(maxsize=1024)
@@ -133,10 +152,10 @@ def _game(task_id: str, payload_text: str) -> _Game:
     payload = json.loads(payload_text)
     if "game" in payload:
         game = GeneratedGame.from_json(payload["game"])
-        return _Game(task_id, game_document(game, load_shipped().tables), game.walkthrough, game.task)
+        return _Game(task_id, game_document(game, load_shipped().tables), game.walkthrough, game.task, task_id)
     path = Path(payload["game_file"])
     # A real file's walkthrough may be ALFWorld's hand-coded expert's: the planner plans afresh.
-    return _Game(f"{task_id}:{path}", read_real_game(path), (), "")
+    return _Game(f"{task_id}:{path}", read_real_game(path), (), "", f"{path.parent.parent.name}/{path.parent.name}")
 
 
 def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
@@ -281,7 +300,9 @@ class AlfworldEnv:
 
     # -- oracle (the planner expert) -----------------------------------------------------------
     def plan(self) -> tuple[str, ...] | None:
-        """The planner's commands from here (empty once won, ``None`` when no plan exists)."""
+        """The planner's commands from here (empty once won, ``None`` when no plan exists);
+        :class:`~arlkit.envs.alfworld.planner.PlannerLimit` when the planner gives no answer within
+        its limits here (the game is then recorded for :meth:`summary_notes`)."""
         view = self.view
         if view.won:
             return ()
@@ -289,48 +310,89 @@ class AlfworldEnv:
         assert game is not None  # a view exists only after a reset
         if game.walkthrough and tuple(self._commands) == game.walkthrough[:k]:
             return game.walkthrough[k:]
+        limits = (self.config.planner_timeout_s, self.config.planner_memory_mb)
         key = (game.key, view.facts)
         with _CACHE_LOCK:
-            cached = _PLANS.get(key)
+            cached, failed = _PLANS.get(key), _NO_PLAN.get((*key, *limits))
+        if failed is not None:
+            raise PlannerLimit(failed)
         if cached is None:
-            cached = _useful(self._play(lambda backend: backend.plan()))
+            try:
+                found = self._play(lambda backend: backend.plan(timeout_s=limits[0], memory_mb=limits[1]))
+            except PlannerLimit as exc:
+                _remember(_NO_PLAN, (*key, *limits), str(exc))
+                task_id = self._task.task_id if self._task else ""
+                with _CACHE_LOCK:
+                    _UNPLANNED.setdefault((task_id, *limits), (game.name, str(exc)))
+                raise
+            cached = _useful(found or ())
             _remember(_PLANS, key, cached)
         return cached or None
 
+    def summary_notes(self, tasks: Sequence[Task]) -> list[str]:
+        """The games among ``tasks`` whose planner gave no answer within this configuration's limits
+        in this process (their oracle is unknown in some state), one line each for ``summary.md``."""
+        limits = (self.config.planner_timeout_s, self.config.planner_memory_mb)
+        with _CACHE_LOCK:
+            found = [_UNPLANNED[key] for key in ((t.task_id, *limits) for t in tasks) if key in _UNPLANNED]
+        if not found:
+            return []
+        return [f"- **oracle unavailable for {len(found)} alfworld game(s)**: the planner gave no answer within its "
+                "limits (`planner_timeout_s`, `planner_memory_mb`) in some state, where the oracle knows no action (an "
+                "oracle policy's trajectory there ends with a policy error); at a game's start, its upper bound is "
+                "unknown (nan)",
+                *(f"  - `{name}`: {why}" for name, why in found)]  # fmt: skip
+
+    def _known_plan(self) -> tuple[str, ...] | None:
+        """:meth:`plan`, ``None`` also where the planner gave no answer."""
+        try:
+            return self.plan()
+        except PlannerLimit:
+            return None
+
     def shortest_solution_length(self) -> int | None:
-        plan = self.plan()
+        plan = self._known_plan()
         return None if plan is None else len(plan)
 
     def optimal_actions(self, remaining: int) -> list[str]:
-        plan = self.plan()
+        plan = self._known_plan()
         return [plan[0]] if plan else []
 
     def action_values(self, remaining: int) -> dict[str, float]:
-        plan = self.plan()
+        plan = self._known_plan()
         if not plan:
             return {}
         return {plan[0]: GAMMA ** (len(plan) - 1) if len(plan) <= remaining else 0.0}
 
     def success_probability(self, remaining: int) -> float:
-        if self.view.won:
-            return 1.0
-        d = self.shortest_solution_length()
-        return 1.0 if d is not None and d <= remaining else 0.0
+        """1 when the plan fits ``remaining``, else 0; NaN where the planner gave no answer."""
+        try:
+            plan = self.plan()
+        except PlannerLimit:
+            return math.nan
+        return 1.0 if plan is not None and len(plan) <= remaining else 0.0
 
     def action_quality(self, action: str, remaining: int) -> float:
         """``gamma ** d(s')`` when the command leads to a state the planner solves within the turns
-        left after it, else 0 (an invalid command: 0). Looks ahead one command and restores."""
+        left after it, else 0 (an invalid command: 0); NaN where the planner gave no answer. Looks
+        ahead one command and restores."""
         command = normalize(action)
-        plan = self.plan()
         if self.view.won or command not in self.admissible_actions() or remaining < 1:
             return 0.0
-        if plan and command == plan[0]:
-            after: int | None = len(plan) - 1
-        else:
-            saved = self.snapshot()
-            self.step(command)
-            after = self.shortest_solution_length()
-            self.restore(saved)
+        try:
+            plan = self.plan()
+            if plan and command == plan[0]:
+                after: int | None = len(plan) - 1
+            else:
+                saved = self.snapshot()
+                try:
+                    self.step(command)
+                    found = self.plan()
+                finally:
+                    self.restore(saved)
+                after = None if found is None else len(found)
+        except PlannerLimit:
+            return math.nan
         return GAMMA**after if after is not None and after + 1 <= remaining else 0.0
 
 

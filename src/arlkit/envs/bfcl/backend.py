@@ -12,9 +12,13 @@ JSON — ``str()`` if that fails — anything else with ``str()``; an exception 
 ``Error during execution: <message>``), so the checker compares the same strings BFCL compares.
 
 A name that is not an offered method gets the result BFCL's ``eval`` produces for an undefined
-name. A few calls would make BFCL's code run without bound on hostile arguments (a big integer
-power, a decimal square root or logarithm at millions of digits); :func:`hazard` refuses those
-with an error result instead of hanging the rollout (docs/benchmarks.md, "Differences from BFCL").
+name. Hostile arguments make some of BFCL's code run without bound, in C where nothing inside the
+process can stop it (``round_number(number=1, decimal_places=-1000000000)`` builds a power of ten
+with a billion digits). So a model's call runs in a worker process with a deadline
+(:class:`~arlkit.sandbox.deadline.DeadlinePool`): the called instance travels there and back by
+pickle, and a call that runs past the deadline is killed, leaves the instance as it was and gets an
+error result. :func:`hazard` refuses the best-known runaways (a big integer power, a decimal square
+root or logarithm at millions of digits) at once (docs/benchmarks.md, "Differences from BFCL").
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 from arlkit.config import ConfigError
 from arlkit.envs.bfcl.calls import Call
+from arlkit.sandbox.deadline import CallFailed, DeadlinePool
 
 __all__ = [
     "BFCL_PIN",
@@ -169,7 +174,7 @@ def hazard(class_name: str, method: str, arguments: Mapping[str, Any]) -> str | 
     if method == "power":
         base, exponent = arguments.get("base"), arguments.get("exponent")
         if isinstance(exponent, int) and not isinstance(exponent, bool) and isinstance(base, int):
-            if exponent > 0 and exponent * max(_digits(base), 1.0) > MAX_POWER_DIGITS:
+            if exponent > MAX_POWER_DIGITS or exponent > 0 and exponent * max(_digits(base), 1.0) > MAX_POWER_DIGITS:
                 return f"the result would have more than {MAX_POWER_DIGITS} digits"
     if method in ("square_root", "logarithm"):
         precision = arguments.get("precision")
@@ -178,10 +183,31 @@ def hazard(class_name: str, method: str, arguments: Mapping[str, Any]) -> str | 
     return None
 
 
-def execute(instances: Mapping[str, Any], methods: Mapping[str, str], call: Call) -> str:
+def _run(instance: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, Any]:
+    """``instance.name(*args, **kwargs)`` as BFCL records its result, and the instance after it."""
+    try:
+        return format_result(getattr(instance, name)(*args, **kwargs)), instance
+    except Exception as exc:  # BFCL records any exception raised by a call as its result
+        return f"Error during execution: {exc}", instance
+
+
+def _warm_classes() -> None:
+    """Import every BFCL class in a new worker before its first deadline."""
+    for name in MULTI_TURN_CLASSES:
+        importlib.import_module(bfcl_module("constants.executable_backend_config").CLASS_FILE_PATH_MAPPING[name])
+
+
+_CALLS = DeadlinePool(warm=_warm_classes)
+
+
+def execute(instances: dict[str, Any], methods: Mapping[str, str], call: Call, *,
+            timeout_s: float | None = None) -> str:
     """Run one parsed call on the instances and return its result as BFCL records it.
 
     ``methods`` is the table of callable names (:func:`public_methods`, minus any hidden ones).
+    With ``timeout_s`` the call runs in a worker process and its instance in ``instances`` is
+    replaced by the one that comes back; past the deadline the call is stopped, the instance stays
+    as it was and the result is an error. Without it (the trusted ground truth) it runs here.
     """
     if call.name in _REFUSED:
         return f"Error during execution: Function call {call.name} is not allowed."
@@ -197,7 +223,11 @@ def execute(instances: Mapping[str, Any], methods: Mapping[str, str], call: Call
     refused = hazard(class_name, call.name, named)
     if refused is not None:
         return f"Error during execution: arlkit refused {call.name}(): {refused}"
+    if timeout_s is None:
+        return _run(instances[class_name], call.name, call.args, kwargs)[0]
     try:
-        return format_result(bound(*call.args, **kwargs))
-    except Exception as exc:  # BFCL records any exception raised by a call as its result
-        return f"Error during execution: {exc}"
+        result, instances[class_name] = _CALLS.call(_run, instances[class_name], call.name, call.args, kwargs,
+                                                    timeout_s=timeout_s)
+    except CallFailed as exc:
+        return f"Error during execution: arlkit stopped {call.name}(): {exc}"
+    return result

@@ -3,7 +3,8 @@
 Model text is **never** evaluated. It is parsed into a syntax tree and accepted only when every
 statement is a call ``name(arg, key=arg, ...)`` (or one list of such calls) whose function is a
 bare name and whose arguments are literals built from strings, numbers, ``True``/``False``/``None``,
-lists, tuples and dicts with string keys (a leading minus sign on a number is allowed). Attribute
+lists, tuples and dicts with string keys (a leading minus sign on a number is allowed; an integer
+has at most :data:`MAX_INT_DIGITS` digits, so it can be written back as text). Attribute
 chains (``os.system``), ``*args``/``**kwargs``, a keyword given twice, lambdas, comprehensions,
 names, operators, sub-calls, f-strings, sets and bytes are rejected with a message saying what was
 found.
@@ -19,6 +20,8 @@ __all__ = ["Call", "CallSyntaxError", "format_call", "parse_calls"]
 
 MAX_DEPTH = 8
 MAX_ITEMS = 1000
+MAX_INT_DIGITS = 4000  # below Python's own limit on int-to-text conversion (4300 digits)
+_INT_BOUND = 10**MAX_INT_DIGITS
 
 
 class CallSyntaxError(ValueError):
@@ -80,6 +83,8 @@ def _literal(node: ast.AST, depth: int = 0) -> Any:
         raise CallSyntaxError("an argument is nested too deeply")
     if isinstance(node, ast.Constant):
         value = node.value
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_BOUND:
+            raise CallSyntaxError(f"an integer literal has more than {MAX_INT_DIGITS} digits")
         if value is None or isinstance(value, (bool, int, float, str)):
             return value
         raise CallSyntaxError(f"unsupported literal {type(value).__name__} {value!r:.40}")

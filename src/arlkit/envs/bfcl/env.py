@@ -17,7 +17,10 @@ Episode semantics:
   always runs, as in BFCL: an unknown name, wrong arguments or an exception inside the class give
   BFCL's ``Error during execution: ...`` result. Every public method of the involved classes runs
   when called, offered or not (BFCL's executor maps them all, and one miss-func entry's ground
-  truth calls a function two turns before the turn that reveals it).
+  truth calls a function two turns before the turn that reveals it). Each call runs in a worker
+  process with a deadline (``call_timeout_s``; :mod:`arlkit.envs.bfcl.backend`): a call that runs
+  longer is stopped, changes nothing and gets an error result; steps therefore block
+  (``blocking_steps``) and run off the rollout engine's event loop.
 - The turn budget T counts actions over the whole entry. With one call per action the ground-truth
   path needs ``sum over turns of max(1, calls)`` actions (RT App. B.3's bound).
 
@@ -37,6 +40,7 @@ import copy
 import hashlib
 import inspect
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -69,8 +73,12 @@ class BfclConfig:
             (bfcl-eval 2026.3.23 itself still offers them; docs/benchmarks.md).
         max_calls_per_action: most tool calls in one action (``finish_turn()`` not counted).
         max_action_chars: longest action text accepted.
-        result_chars: characters of each call's result shown in an observation.
+        result_chars: characters of each call's result shown in an observation; ``None`` (the
+            default) shows every result whole, as BFCL does (``multi_turn_long_context`` exists to
+            test long results). A cut is named in an evaluation's ``summary.md``.
         t_max: the family's full turn budget T_max (RT uses 24).
+        call_timeout_s: deadline of one model call (BFCL's calls take milliseconds; hostile
+            arguments can make one run for hours).
     """
 
     category: Category = "multi_turn_base"
@@ -79,18 +87,21 @@ class BfclConfig:
     hide_excluded: bool = True
     max_calls_per_action: int = 1
     max_action_chars: int = 16_000
-    result_chars: int = 800
+    result_chars: int | None = None
     t_max: int = 24
+    call_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_calls_per_action <= 64:
             raise ValueError(f"max_calls_per_action must be in [1, 64], got {self.max_calls_per_action}")
         if self.max_action_chars < 100:
             raise ValueError(f"max_action_chars must be >= 100, got {self.max_action_chars}")
-        if self.result_chars < 50:
+        if self.result_chars is not None and self.result_chars < 50:
             raise ValueError(f"result_chars must be >= 50, got {self.result_chars}")
         if self.t_max < 1:
             raise ValueError(f"t_max must be >= 1, got {self.t_max}")
+        if not self.call_timeout_s > 0:
+            raise ValueError(f"call_timeout_s must be > 0, got {self.call_timeout_s}")
         if self.answers_file is not None and self.questions_file is None:
             raise ValueError("answers_file needs questions_file")
 
@@ -114,6 +125,7 @@ class BfclEnv:
 
     name = "bfcl"
     splits = ("test",)  # a benchmark: every entry is a test entry
+    blocking_steps = True  # a model's call runs in a worker process, up to call_timeout_s
 
     def __init__(self, config: BfclConfig) -> None:
         self.config = config
@@ -230,10 +242,11 @@ class BfclEnv:
         methods = self._methods()
         lines, texts = [], []
         for call in calls:
-            result = execute(ep.model, methods, call)
+            result = execute(ep.model, methods, call, timeout_s=self.config.call_timeout_s)
             texts.append(self._canonical(call, methods))
             ep.results.append(result)
-            shown = result if len(result) <= self.config.result_chars else result[: self.config.result_chars] + " ...(cut)"
+            cut = self.config.result_chars
+            shown = result if cut is None or len(result) <= cut else result[:cut] + " ...(cut)"
             lines.append(f"{texts[-1]} -> {shown}")
         if texts:
             ep.calls.extend(texts)
@@ -266,6 +279,13 @@ class BfclEnv:
             return StepResult("\n".join(lines), 1.0, True, True, True)
         lines.append(f"Turn {ep.turn} is complete.\n{self._turn_text()}")
         return StepResult("\n".join(lines), 0.0, False, False, True)
+
+    def summary_notes(self, tasks: Sequence[Task]) -> list[str]:
+        """``summary.md`` names a cut of the call results, where BFCL shows them whole."""
+        cut = self.config.result_chars
+        if cut is None:
+            return []
+        return [f"- BFCL call results were cut at {cut} characters (`result_chars`); BFCL shows them whole."]
 
     def render(self) -> str:
         ep = self._state

@@ -5,10 +5,13 @@ Episode semantics:
 - Observation 0 is the problem. Each turn the agent either runs Python or answers: the reply's
   last fenced ```python block or its last ``\\boxed{...}``, whichever comes later, is the action.
 - A code block runs in the sandbox (a fresh interpreter each time: nothing carries over between
-  blocks); the observation is ``Code execution result: `` and its output (stdout, then stderr,
-  cut at ``output_chars``), or why it stopped (time limit, memory, output limit).
+  blocks), with numpy, sympy, mpmath and scipy (:data:`TOOLS`) but without the task set's sources:
+  the generators, their data and seeds, and the shipped problems are masked. The observation is
+  ``Code execution result: `` and its output (stdout, then stderr, cut at ``output_chars``), or
+  why it stopped (time limit, memory, output limit).
 - ``\\boxed{answer}`` ends the episode: success (reward 1) when the problem's scorer gives 1.0
-  (:func:`~arlkit.envs.math_tir.problems.score_answer`). Running out of turns scores 0.
+  (:func:`~arlkit.envs.math_tir.problems.score_answer`, in a worker process: a check that runs past
+  ``score_timeout_s`` is stopped and the answer is not correct). Running out of turns scores 0.
 - A reply with neither (or an empty block or answer, or an over-long program) is invalid.
 
 Oracle (docs/algorithms.md#oracles): answering is always one turn, so ``shortest_solution_length``
@@ -24,9 +27,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from arlkit.envs.answers import answer_folders
+from arlkit.envs.answers import answer_folders, generator_packages
 from arlkit.envs.math_tir.problems import (
-    FAMILIES, LEVELS, SHIPPED_FILE, MathProblem, generated_problems, score_answer, shipped_problems,
+    FAMILIES, GENERATORS, LEVELS, SCORE_TIMEOUT_S, SHIPPED_FILE, MathProblem, generated_problems, score_answer,
+    shipped_problems,
 )
 from arlkit.envs.parsing import parse_tagged_action
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
@@ -34,9 +38,11 @@ from arlkit.envs.registry import register_env
 from arlkit.sandbox import Sandbox, SandboxConfig, SandboxResult
 from arlkit.sandbox.config import IsolationLevel
 
-__all__ = ["MathTirConfig", "MathTirEnv", "parse_tir_action"]
+__all__ = ["TOOLS", "MathTirConfig", "MathTirEnv", "parse_tir_action"]
 
 GAMMA = 0.95
+TOOLS = ("numpy", "sympy", "mpmath", "scipy")
+"""What code blocks compute with; stays importable even where a generator needs it too."""
 _CODE = re.compile(r"```(?:python|py)[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 _BOXED = "\\boxed{"
 _OUTCOME_TEXT = {
@@ -61,6 +67,8 @@ class MathTirConfig:
         memory_mb: memory limit of a code block.
         output_chars: characters of program output shown.
         max_code_chars: longer programs are invalid actions.
+        score_timeout_s: deadline of scoring one final answer; a check that runs longer (sympy on
+            ``\\binom{10000000}{5000000}``) is stopped and the answer is not correct.
         min_isolation: refuse to run programs below this sandbox isolation level.
     """
 
@@ -74,6 +82,7 @@ class MathTirConfig:
     memory_mb: int = 512
     output_chars: int = 2000
     max_code_chars: int = 20_000
+    score_timeout_s: float = SCORE_TIMEOUT_S
     min_isolation: IsolationLevel = "unshare"
 
     def __post_init__(self) -> None:
@@ -83,6 +92,8 @@ class MathTirConfig:
             raise ValueError("families and levels must be non-empty, levels >= 0")
         if self.t_max < 1 or self.test_pool < 1 or self.code_timeout_s <= 0 or self.output_chars < 100:
             raise ValueError("t_max >= 1, test_pool >= 1, code_timeout_s > 0 and output_chars >= 100 are required")
+        if not self.score_timeout_s > 0:
+            raise ValueError(f"score_timeout_s must be > 0, got {self.score_timeout_s}")
 
 
 def _last_boxed(text: str) -> tuple[int, str] | None:
@@ -124,7 +135,7 @@ class MathTirEnv:
     """Math problems solved with a Python tool and a boxed final answer."""
 
     name = "math-tir"
-    blocking_steps = True  # a code block is a sandboxed program run
+    blocking_steps = True  # a code block is a sandboxed program run; an answer is scored in a worker process
 
     def __init__(self, config: MathTirConfig) -> None:
         self.config = config
@@ -155,6 +166,7 @@ class MathTirEnv:
                 wall_time_s=self.config.code_timeout_s + 5.0, cpu_time_s=int(self.config.code_timeout_s) + 2,
                 memory_mb=self.config.memory_mb, min_isolation=self.config.min_isolation,
                 max_output_bytes=max(65536, self.config.output_chars * 8), hide_paths=answer_folders([SHIPPED_FILE]),
+                hide_packages=generator_packages(GENERATORS, TOOLS),
             ))
         return self._sandbox
 
@@ -196,7 +208,7 @@ class MathTirEnv:
             if not answer:
                 return StepResult("Invalid action: the boxed answer is empty.", 0.0, False, False, False)
             self._transcript.append(action)
-            self._solved = score_answer(problem, answer) >= 1.0
+            self._solved = score_answer(problem, answer, timeout_s=self.config.score_timeout_s) >= 1.0
             self._done = True
             verdict = "correct" if self._solved else "not correct"
             self._observation = f"Your final answer {answer} is {verdict}."

@@ -10,13 +10,19 @@ of their family, so the splits are disjoint by content. Success is the family's 
 Shipped problems (``data/math_tir/problems.json``) are word problems written for arlkit with
 integer or fraction answers; they are scored with ``math-verify`` on LaTeX only (its plain-text
 path runs sympy's ``parse_expr``, an ``eval``, on the answer, which arlkit never does with model
-text in its own process).
+text).
+
+Every answer is scored in a worker process with a deadline (:class:`~arlkit.sandbox.deadline.DeadlinePool`):
+sympy evaluates what the LaTeX says, and ``\\binom{10000000}{5000000}`` or ``\\Gamma(10000000)``
+would run for hours in C, where no timeout inside the process reaches. A check that runs past its
+deadline is killed and scores 0, as does a scorer that raises.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import logging
 import re
@@ -26,8 +32,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FAMILIES", "LEVELS", "SHIPPED_FILE", "MathProblem", "generated_problems", "score_answer",
-           "shipped_problems"]
+from arlkit.sandbox.deadline import CallFailed, DeadlinePool
+
+__all__ = ["FAMILIES", "GENERATORS", "LEVELS", "SCORE_TIMEOUT_S", "SHIPPED_FILE", "MathProblem", "generated_problems",
+           "score_answer", "shipped_problems"]
 
 FAMILIES = (
     "basic_arithmetic", "chain_sum", "products", "gcd", "lcm", "prime_factorization", "fraction_simplification",
@@ -35,7 +43,13 @@ FAMILIES = (
 )
 """The default reasoning-gym families: arithmetic, number theory, algebra and counting."""
 LEVELS = (0, 1, 2)
+GENERATORS = ("reasoning-gym",)
+"""The distributions generated problems come from. Code blocks run with these masked, along with their
+data and what they need beyond the sandbox's tools (:func:`arlkit.envs.answers.generator_packages`):
+a program that could import them would rebuild the test pool from its seeds and print the answers."""
 SHIPPED_FILE = Path(__file__).resolve().parents[2] / "data" / "math_tir" / "problems.json"
+SCORE_TIMEOUT_S = 10.0
+"""Default deadline of scoring one answer (a normal check takes milliseconds)."""
 
 
 @dataclass(frozen=True)
@@ -71,13 +85,18 @@ class MathProblem:
                    dict(payload.get("metadata") or {}))
 
 
+_NEEDS = {
+    "reasoning_gym": "the math-tir environment's generated problems need reasoning-gym: pip install 'arlkit[math]'",
+    "math_verify": "the math-tir environment's shipped problems are scored with math-verify: "
+                   "pip install 'arlkit[math]'",
+}
+
+
 def _reasoning_gym() -> Any:
     try:
         import reasoning_gym
     except ImportError as exc:
-        raise ImportError(
-            "the math-tir environment's generated problems need reasoning-gym: pip install 'arlkit[math]'"
-        ) from exc
+        raise ImportError(_NEEDS["reasoning_gym"]) from exc
     return reasoning_gym
 
 
@@ -192,7 +211,8 @@ def _rational(text: str) -> Fraction | None:
 
 def _verify_latex(answer: str, gold: str) -> bool:
     """Rationals compare exactly; anything else goes to math-verify's LaTeX path, when short and
-    free of powers and factorials (sympy would evaluate ``9^{9^{9}}`` without end)."""
+    free of powers and factorials (the commonest runaways, ``9^{9^{9}}``, refused at once; the
+    worker's deadline bounds the others)."""
     exact, expected = _rational(answer), _rational(gold)
     if exact is not None and expected is not None:
         return exact == expected
@@ -202,8 +222,7 @@ def _verify_latex(answer: str, gold: str) -> bool:
     try:
         from math_verify import LatexExtractionConfig, parse, verify
     except ImportError as exc:
-        raise ImportError("the math-tir environment's shipped problems are scored with math-verify: "
-                          "pip install 'arlkit[math]'") from exc
+        raise ImportError(_NEEDS["math_verify"]) from exc
     config = [LatexExtractionConfig(boxed_match_priority=0)]
     try:
         parsed_gold = parse(f"\\boxed{{{gold}}}", extraction_config=config, parsing_timeout=None)
@@ -213,8 +232,8 @@ def _verify_latex(answer: str, gold: str) -> bool:
         return False
 
 
-def score_answer(problem: MathProblem, answer: str) -> float:
-    """The score of ``answer`` (1.0 is correct): the family's own scorer, or math-verify."""
+def _score_here(problem: MathProblem, answer: str) -> float:
+    """The score of ``answer`` computed in this process, without a bound (workers run this)."""
     if problem.source == "arlkit":
         return 1.0 if _verify_latex(answer, problem.answer) else 0.0
     rg = _reasoning_gym()
@@ -222,4 +241,31 @@ def score_answer(problem: MathProblem, answer: str) -> float:
     try:
         return float(rg.get_score_answer_fn(problem.source)(answer, entry))
     except Exception:  # noqa: BLE001 - a scorer that chokes on untrusted text scores 0
+        return 0.0
+
+
+def _warm_math_verify() -> None:
+    """Load math-verify and its LaTeX grammar in a new worker, before its first deadline."""
+    _verify_latex("x + 1", "1 + x")
+
+
+def _warm_reasoning_gym() -> None:
+    """Load reasoning-gym in a new worker, before its first deadline."""
+    _reasoning_gym()
+
+
+_SCORERS = {"math_verify": DeadlinePool(warm=_warm_math_verify),
+            "reasoning_gym": DeadlinePool(warm=_warm_reasoning_gym)}
+"""The workers of each scorer (shipped problems: math-verify; generated ones: reasoning-gym)."""
+
+
+def score_answer(problem: MathProblem, answer: str, *, timeout_s: float = SCORE_TIMEOUT_S) -> float:
+    """The score of ``answer`` (1.0 is correct): the family's own scorer, or math-verify, run in a
+    worker process; a check that runs past ``timeout_s`` seconds is stopped and scores 0."""
+    needed = "math_verify" if problem.source == "arlkit" else "reasoning_gym"
+    if importlib.util.find_spec(needed) is None:  # said here, not hidden in a score of 0 from the worker
+        raise ImportError(_NEEDS[needed])
+    try:
+        return _SCORERS[needed].call(_score_here, problem, answer, timeout_s=timeout_s)
+    except CallFailed:
         return 0.0

@@ -1,16 +1,27 @@
-"""Runs one shell command on a task folder, inside the sandbox (staged as ``main.py``; not imported).
+"""Runs one shell command, or a task's check, on a task folder inside the sandbox (staged as ``main.py``; not imported).
 
 Standard input carries one JSON request: ``nonce``, ``root`` (the task folder, ``/app``), ``cwd``,
-``timeout_s``, ``keep_bytes``, ``max_output_bytes``, ``max_archive_bytes``. The working directory
-holds ``workspace.tar`` (the task folder so far), ``command.sh`` (the command) and, for a checker,
-``support.tar`` (files unpacked under ``$ARLKIT_SUPPORT``, outside the task folder). The driver reads
-them into memory, deletes them, makes itself non-dumpable (a command running under the same uid
-can then neither read its memory nor write to its stdout through ``/proc``), unpacks the task
-folder, runs the command with bash, keeps the first ``keep_bytes`` of stdout and of stderr,
-stops every process the command left behind, packs the task folder again (sorted, times and
-owners cleared, so equal folders give equal archives) and prints one line: the nonce, a space,
-and a JSON object. Anything the command does can only change that folder or make the line
-missing, which the parent treats as a failed step.
+``timeout_s``, ``keep_bytes``, ``max_output_bytes``, ``max_archive_bytes`` and, for a check,
+``steps`` (each ``{"run": script, "exit": status}``). The working directory holds
+``workspace.tar`` (the task folder so far), ``command.sh`` (a command) and, for a check,
+``support.tar`` (files unpacked under ``$ARLKIT_SUPPORT``, outside the task folder). The driver
+reads them into memory, deletes them, makes itself non-dumpable (a program running under the same
+uid can then neither read its memory nor write to its stdout through ``/proc``), and unpacks the
+task folder.
+
+A command runs with bash in the remembered working directory; the driver keeps the first
+``keep_bytes`` of stdout and of stderr, stops every process the command left behind, packs the
+task folder again (sorted, times and owners cleared, so equal folders give equal archives) and
+prints one line: the nonce, a space, and a JSON object. Anything the command does can only change
+that folder or make the line missing, which the parent treats as a failed step.
+
+A check (docs/sandbox.md, "What a checker may assume") first removes every symbolic link whose
+target resolves outside the task folder, then runs its steps in order, each in a fresh bash in the
+task folder with a clean environment (a new empty ``HOME`` and ``TMPDIR``, no variable a program
+could have set), stopping at the first step whose exit status is not the one expected. After each
+step every other process in the sandbox is killed, so nothing a step started survives into the
+next. The line carries each step's exit status and output; the expected outputs stay in the parent,
+which compares them.
 """
 
 import base64
@@ -23,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 
 _CWD_FILE = "/tmp/.arlkit-cwd"
@@ -72,19 +84,20 @@ def pack_folder(root):
     return buffer.getvalue()
 
 
-def _run(request, command_env):
+def _run(script, env, request, timeout_s):
+    """Run ``script`` with bash in the task folder; its exit status and (kept) output."""
     keep = int(request["keep_bytes"])
     limit = int(request["max_output_bytes"])
     proc = subprocess.Popen(
-        ["/bin/bash", "--noprofile", "--norc", "-c", _RUNNER.format(cwd_file=_CWD_FILE, command_file=_COMMAND_FILE)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=command_env,
+        ["/bin/bash", "--noprofile", "--norc", "-c", script],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
         cwd=request["root"], start_new_session=True,
     )
     streams = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
     totals = dict.fromkeys(streams, 0)
     for fd in streams:
         os.set_blocking(fd, False)
-    deadline = time.monotonic() + float(request["timeout_s"])
+    deadline = time.monotonic() + timeout_s
     timed_out = output_limit = False
     open_fds = list(streams)
     while open_fds:
@@ -111,6 +124,11 @@ def _run(request, command_env):
         if not exited and time.monotonic() >= deadline:
             timed_out = True
             break
+    if not (timed_out or output_limit):
+        try:  # both pipes closed: the program may still be on its way out (coreutils close them at exit)
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
     background = False
     if proc.poll() is not None:  # the shell is over and reaped: whatever is left of its group ran in the background
         try:
@@ -149,43 +167,96 @@ def _final_cwd(root):
     return (cwd, False) if inside and os.path.isdir(cwd) else (root, True)
 
 
-def main():
+def _sweep():
+    """Kill every process of this uid in the sandbox but this one; whether none is left.
+
+    Only in a fresh pid namespace (where this driver has one of the first pids): ``kill(-1)``
+    elsewhere would reach the caller's other processes, so there it kills nothing and says no."""
+    if os.getpid() > 16:
+        return False
+    me = os.getpid()
+    for _ in range(200):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:
+                pass
+        except ChildProcessError:
+            pass
+        if not _others_alive(me):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def _others_alive(me):
+    uid = os.getuid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in (1, me):
+            continue
+        try:
+            with open("/proc/%s/status" % entry, encoding="ascii", errors="replace") as fh:
+                status = dict(line.split(":", 1) for line in fh.read().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if status.get("State", "").strip().startswith("Z"):
+            continue  # a zombie runs nothing
+        if int(status.get("Uid", "-1").split()[0]) == uid:
+            return True
+    return False
+
+
+def _drop_links_out(root):
+    """Remove every symbolic link under ``root`` whose target resolves outside it (to ``/dev/stdin``,
+    ``/proc``, the checker's own files ...); links inside the folder stay. The number removed."""
+    removed = 0
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                continue
+            target = os.path.realpath(path)
+            if target != root and not target.startswith(root + "/"):
+                os.unlink(path)
+                removed += 1
+    return removed
+
+
+def _read_inputs():
+    """The request and the staged files, read into memory and deleted from the disk."""
     request = json.loads(sys.stdin.readline())
-    nonce = request["nonce"]
-    with open("workspace.tar", "rb") as fh:
-        workspace = fh.read()
-    with open("command.sh", "rb") as fh:
-        command = fh.read()
-    support = b""
-    if os.path.exists("support.tar"):
-        with open("support.tar", "rb") as fh:
-            support = fh.read()
+    staged = {}
+    for name in ("workspace.tar", "command.sh", "support.tar"):
+        if os.path.exists(name):
+            with open(name, "rb") as fh:
+                staged[name] = fh.read()
     for name in ("workspace.tar", "command.sh", "support.tar", "main.py"):
         if os.path.exists(name):
             os.remove(name)
-    _non_dumpable()
-    root = request["root"]
-    result = {"error": None}
-    try:
-        _unpack(workspace, root)
-        if support:
-            _unpack(support, _SUPPORT_DIR)
-    except (tarfile.TarError, OSError, ValueError) as exc:
-        result["error"] = "the task folder could not be restored: %s" % exc
-        print(nonce, json.dumps(result), flush=True)
-        return
-    with open(_COMMAND_FILE, "wb") as fh:
-        fh.write(command)
-    os.makedirs(_BIN_DIR, exist_ok=True)
+    return request, staged
+
+
+def _base_env(root, bin_dir):
+    """The launcher's minimal environment (nothing a program set) with ``python3`` on the path."""
+    os.makedirs(bin_dir, exist_ok=True)
     if not os.path.exists("/usr/bin/python3") and not os.path.exists("/usr/local/bin/python3"):
-        os.symlink(sys.executable, os.path.join(_BIN_DIR, "python3"))
-    command_env = dict(os.environ)
-    command_env.update(PATH=_BIN_DIR + ":" + os.environ.get("PATH", "/usr/bin:/bin"), HOME=root,
-                       ARLKIT_ROOT=root, ARLKIT_CWD=request["cwd"], PWD=request["cwd"],
-                       ARLKIT_SUPPORT=_SUPPORT_DIR, ARLKIT_PYTHON=sys.executable,
-                       # the task folder's mount belongs to root: tell git to trust it (command scope)
-                       GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="safe.directory", GIT_CONFIG_VALUE_0="*")
-    result.update(_run(request, command_env))
+        os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+    env = dict(os.environ)
+    env.update(PATH=bin_dir + ":" + os.environ.get("PATH", "/usr/bin:/bin"), ARLKIT_ROOT=root,
+               ARLKIT_SUPPORT=_SUPPORT_DIR, ARLKIT_PYTHON=sys.executable,
+               # the task folder's mount belongs to root: tell git to trust it (command scope)
+               GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="safe.directory", GIT_CONFIG_VALUE_0="*")
+    return env
+
+
+def _command(request, staged, root):
+    with open(_COMMAND_FILE, "wb") as fh:
+        fh.write(staged.get("command.sh", b""))
+    env = _base_env(root, _BIN_DIR)
+    env.update(HOME=root, ARLKIT_CWD=request["cwd"], PWD=request["cwd"])
+    result = _run(_RUNNER.format(cwd_file=_CWD_FILE, command_file=_COMMAND_FILE), env, request, float(request["timeout_s"]))
     cwd, moved_out = _final_cwd(root)
     result["cwd"], result["left_root"] = cwd, moved_out
     if not os.path.isdir(root):
@@ -199,6 +270,50 @@ def main():
         result["error"] = "workspace_limit"
         archive = b""
     result["archive"] = base64.b64encode(archive).decode("ascii") if archive else None
+    return result
+
+
+def _check(request, root):
+    links_out = _drop_links_out(root)
+    deadline = time.monotonic() + float(request["timeout_s"])
+    steps = []
+    for step in request["steps"]:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            steps.append({"exit_code": 124, "timed_out": True, "stdout": "", "stderr": "", "stdout_bytes": 0,
+                          "stderr_bytes": 0})
+            break
+        # made after the sweep, so no program of an earlier step can have planted anything in them
+        env = _base_env(root, tempfile.mkdtemp(prefix="bin-", dir="/tmp"))
+        for name in ("BASH_ENV", "ENV", "CDPATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONHOME"):
+            env.pop(name, None)
+        env.update(HOME=tempfile.mkdtemp(prefix="home-", dir="/tmp"), TMPDIR=tempfile.mkdtemp(prefix="tmp-", dir="/tmp"),
+                   PWD=root, PYTHONNOUSERSITE="1", TEST_DIR=_SUPPORT_DIR + "/tests",
+                   GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+        outcome = _run(step["run"], env, request, remaining)
+        if not _sweep():  # a survivor could change what the next steps see: no verdict
+            return {"error": "a process the check started could not be stopped"}
+        steps.append(outcome)
+        if outcome["exit_code"] != int(step.get("exit", 0)):
+            break
+    return {"steps": steps, "links_out": links_out}
+
+
+def main():
+    request, staged = _read_inputs()
+    nonce = request["nonce"]
+    _non_dumpable()
+    root = request["root"]
+    result = {"error": None}
+    try:
+        _unpack(staged.get("workspace.tar", b""), root)
+        if staged.get("support.tar"):
+            _unpack(staged["support.tar"], _SUPPORT_DIR)
+    except (tarfile.TarError, OSError, ValueError) as exc:
+        result["error"] = "the task folder could not be restored: %s" % exc
+        print(nonce, json.dumps(result), flush=True)
+        return
+    result.update(_check(request, root) if "steps" in request else _command(request, staged, root))
     print(nonce, json.dumps(result), flush=True)
 
 

@@ -10,9 +10,10 @@ Episode semantics:
   variables, shell functions and processes do not: whatever a command leaves running is stopped
   when it returns (the observation says so). The observation is the exit code and the first
   ``output_chars`` characters of stdout and of stderr, with how much was cut.
-- ``submit`` ends the episode: the task's checker runs in the folder (hidden from the agent);
-  exit status 0 is success (reward 1). An episode that runs out of turns without ``submit``
-  scores 0, like one whose checker fails.
+- ``submit`` ends the episode: the task's check runs on a copy of the folder in a sandbox of its
+  own (:mod:`arlkit.envs.terminal.checker`; hidden from the agent); every step passing is success
+  (reward 1). An episode that runs out of turns without ``submit`` scores 0, like one whose check
+  fails.
 - Invalid actions (no action, an empty or over-long command, anything after the end) change
   nothing. A command whose result cannot be used (the folder grew past ``max_workspace_mb``, or
   the command killed the shell running it) is a valid action that leaves the folder unchanged.
@@ -34,6 +35,7 @@ from arlkit.envs.answers import answer_folders
 from arlkit.envs.parsing import parse_tagged_action
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
+from arlkit.envs.terminal.checker import CheckResult, run_check
 from arlkit.envs.terminal.tasks import SHIPPED_DIR, TIERS, TerminalTask, load_tasks, split_tasks
 from arlkit.envs.terminal.workspace import ROOT, CommandLimits, CommandResult, archive_digest, run_command
 from arlkit.sandbox import Sandbox, SandboxConfig
@@ -147,7 +149,7 @@ class TerminalEnv:
         self._commands: list[str] = []
         self._observation = ""
         self._done = self._solved = False
-        self._last_check: CommandResult | None = None
+        self._last_check: CheckResult | None = None
 
     # -- tasks ---------------------------------------------------------------------------------
     def all_tasks(self) -> list[TerminalTask]:
@@ -248,20 +250,20 @@ class TerminalEnv:
     def _submit(self, spec: TerminalTask) -> StepResult:
         result = self.check(self._archive, spec)
         self._last_check = result
-        self._done, self._solved = True, result.error is None and result.exit_code == 0
+        self._done, self._solved = True, result.passed
         verdict = "passed" if self._solved else "failed"
         self._observation = f"Submitted. The task's checker {verdict}."
         return StepResult(self._observation, 1.0 if self._solved else 0.0, True, self._solved, True)
 
-    def check(self, archive: bytes, spec: TerminalTask | None = None) -> CommandResult:
-        """The checker's run on the task folder ``archive`` (default task: the current one)."""
+    def check(self, archive: bytes, spec: TerminalTask | None = None) -> CheckResult:
+        """The check's verdict on the task folder ``archive`` (default task: the current one)."""
         spec = spec or self._require()
         limits = self._limits(self.config.check_timeout_s)
-        return run_command(self.sandbox, archive, spec.check, cwd=ROOT, limits=limits, support=spec.support or None)
+        return run_check(self.sandbox, archive, spec.check, limits=limits, support=spec.support)
 
     @property
-    def last_check(self) -> CommandResult | None:
-        """The checker's result after ``submit`` (its output, for debugging a task)."""
+    def last_check(self) -> CheckResult | None:
+        """The check's result after ``submit`` (each step's output, for debugging a task)."""
         return self._last_check
 
     def render(self) -> str:

@@ -5,13 +5,15 @@ arlkit's layout, one folder per task::
     task.yaml      instruction: ..., tier: files | text | build
     files/         the task folder's starting contents (optional)
     solution.sh    the reference solution: one command per line (blank lines and # comments skipped)
-    check.sh       run in the task folder after ``submit``; exit status 0 means solved
+    check.yaml     the check run after ``submit``: a list of steps (:mod:`arlkit.envs.terminal.checker`)
 
 Terminal-Bench's layout (``task.yaml`` with ``instruction``, ``solution.sh``, ``tests/``, a
 ``Dockerfile``): the folder's other files are the task folder's contents, ``solution.sh`` is sent
-as one command, and the checker runs ``tests/test_*.py`` with pytest (the sandbox's interpreter)
-with ``$TEST_DIR`` pointing at the tests, which stay outside the task folder. Docker is not used:
-what a task's ``Dockerfile`` installs or a ``docker-compose.yaml`` starts is not there.
+as one command, and the check is one step that runs ``tests/test_*.py`` with pytest (the
+sandbox's interpreter, isolated: nothing in ``/app`` or the environment can shadow pytest, its
+configuration or a module it imports) with ``$TEST_DIR`` pointing at the tests, which stay outside
+the task folder and leave the disk once pytest has collected them. Docker is not used: what a
+task's ``Dockerfile`` installs or a ``docker-compose.yaml`` starts is not there.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+import json
 import os
 import tarfile
 import tempfile
@@ -27,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from arlkit.config import parse_yaml
+from arlkit.envs.terminal.checker import CheckStep, decode_steps, encode_steps, parse_steps
 from arlkit.envs.terminal.workspace import pack_folder
 
 __all__ = ["SHIPPED_DIR", "TIERS", "TerminalTask", "load_task", "load_tasks", "split_tasks"]
@@ -39,10 +42,24 @@ TIERS = ("files", "text", "build")
 
 _TB_META = {"task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests", "Dockerfile",
             "docker-compose.yaml", "docker-compose.yml"}
-_TB_CHECK = (
-    'cd /app && TEST_DIR="$ARLKIT_SUPPORT/tests" "$ARLKIT_PYTHON" -m pytest -q -p no:cacheprovider '
-    '"$ARLKIT_SUPPORT"/tests/test_*.py'
-)
+# Runs in a non-dumpable interpreter with -I (no cwd, user site or PYTHON* variables on its path)
+# and -B (no bytecode written); the test sources are deleted once collected, so that a program the
+# tests run cannot read what they expect. Written without single quotes: it is passed in them.
+_TB_PYTEST = """
+import ctypes, glob, os, sys
+ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+import pytest
+tests = os.environ["TEST_DIR"]
+class HideTests:
+    def pytest_collection_finish(self, session):
+        for folder, _, names in os.walk(tests):
+            for name in names:
+                if name.endswith((".py", ".pyc")):
+                    os.remove(os.path.join(folder, name))
+args = ["-q", "-p", "no:cacheprovider", "--rootdir", tests, "--confcutdir", tests, "-c", os.devnull]
+sys.exit(pytest.main(args + sorted(glob.glob(tests + "/test_*.py")), plugins=[HideTests()]))
+"""
+_TB_CHECK = (CheckStep(f"exec \"$ARLKIT_PYTHON\" -I -B -c '{_TB_PYTEST}'"),)
 
 
 @dataclass(frozen=True)
@@ -55,7 +72,7 @@ class TerminalTask:
         instruction: what the agent is asked to do.
         archive: the task folder's starting contents (a tar archive, :func:`pack_folder`).
         solution: the reference solution, one command per turn (``submit`` follows it).
-        check: the checker script; exit status 0 means solved.
+        check: the check's steps (:mod:`arlkit.envs.terminal.checker`); all must pass.
         support: files the checker needs outside the task folder (a tar archive), or empty.
         source: ``arlkit`` or ``terminal-bench``.
     """
@@ -65,19 +82,20 @@ class TerminalTask:
     instruction: str
     archive: bytes
     solution: tuple[str, ...]
-    check: str
+    check: tuple[CheckStep, ...]
     support: bytes = b""
     source: str = "arlkit"
 
     @property
     def task_id(self) -> str:
-        digest = hashlib.sha256(self.archive + self.instruction.encode() + self.check.encode()).hexdigest()[:8]
+        check = json.dumps(encode_steps(self.check), sort_keys=True).encode()
+        digest = hashlib.sha256(self.archive + self.instruction.encode() + check).hexdigest()[:8]
         return f"{self.name}-{digest}"
 
     def to_payload(self) -> dict[str, Any]:
         return {
             "name": self.name, "tier": self.tier, "instruction": self.instruction, "solution": list(self.solution),
-            "check": self.check, "source": self.source,
+            "check": encode_steps(self.check), "source": self.source,
             "archive": base64.b64encode(self.archive).decode("ascii"),
             "support": base64.b64encode(self.support).decode("ascii"),
         }
@@ -87,7 +105,7 @@ class TerminalTask:
         return cls(
             name=str(payload["name"]), tier=str(payload["tier"]), instruction=str(payload["instruction"]),
             archive=base64.b64decode(payload["archive"]), solution=tuple(payload["solution"]),
-            check=str(payload["check"]), support=base64.b64decode(payload.get("support", "")),
+            check=decode_steps(payload["check"]), support=base64.b64decode(payload.get("support", "")),
             source=str(payload.get("source", "arlkit")),
         )
 
@@ -97,14 +115,13 @@ class TerminalTask:
             return sorted(m.name + ("/" if m.isdir() else "") for m in archive.getmembers())
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+def _read_yaml(path: Path) -> Any:
+    """The YAML of ``path`` (arlkit's bounded reader; a ConfigError, a ValueError, in one line)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: cannot read the task description: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping with an 'instruction'")
-    return data
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it: {exc}") from exc
+    return parse_yaml(text, where=str(path), unique_keys=False)
 
 
 def _instruction(data: Mapping[str, Any], where: Path) -> str:
@@ -151,20 +168,22 @@ def load_task(folder: str | Path) -> TerminalTask:
     """The task in ``folder`` (either layout; ``ValueError`` naming what is missing)."""
     folder = Path(folder)
     data = _read_yaml(folder / "task.yaml")
+    if not isinstance(data, dict):
+        raise ValueError(f"{folder / 'task.yaml'}: expected a mapping with an 'instruction'")
     instruction = _instruction(data, folder)
     solution_path = folder / "solution.sh"
     if not solution_path.is_file():
         raise ValueError(f"{folder}: no solution.sh (the reference solution)")
     solution = solution_path.read_text(encoding="utf-8")
-    if (folder / "check.sh").is_file():
+    if (folder / "check.yaml").is_file():
         files = folder / "files"
         archive = _pack_files(files if files.is_dir() else None)
         tier = str(data.get("tier", "files"))
-        return TerminalTask(folder.name, tier, instruction, archive, _commands(solution),
-                            (folder / "check.sh").read_text(encoding="utf-8"))
+        check = parse_steps(_read_yaml(folder / "check.yaml"), str(folder / "check.yaml"))
+        return TerminalTask(folder.name, tier, instruction, archive, _commands(solution), check)
     tests = folder / "tests"
     if not tests.is_dir():
-        raise ValueError(f"{folder}: neither check.sh (arlkit layout) nor tests/ (Terminal-Bench layout)")
+        raise ValueError(f"{folder}: neither check.yaml (arlkit layout) nor tests/ (Terminal-Bench layout)")
     support = _pack_files(folder, lambda name: name == "tests")
     tier = str(data.get("category") or data.get("tier") or "terminal-bench")
     archive = _pack_files(folder, lambda name: name not in _TB_META)

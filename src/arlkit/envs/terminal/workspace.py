@@ -1,8 +1,8 @@
 """One shell command on a task folder, in the sandbox: what goes in and what comes back.
 
 The task folder lives in the parent as a tar archive (:func:`pack_folder`: sorted, times and owners
-cleared, so equal folders give equal archives and hash to the same state key). Each command is
-one sandbox run of the driver (:mod:`arlkit.envs.terminal._driver`): it unpacks the archive at
+cleared, so equal folders give equal archives and hash to the same state key). Each command (and
+each check, :mod:`arlkit.envs.terminal.checker`) is one sandbox run of the driver (:mod:`arlkit.envs.terminal._driver`): it unpacks the archive at
 ``/app`` (a private tmpfs, :attr:`~arlkit.sandbox.SandboxConfig.scratch_dirs`), runs the command
 with bash in the remembered working directory, stops what the command left running, and packs the
 folder again. The parent never unpacks an archive: it only stores it, hashes it and hands it to
@@ -17,13 +17,13 @@ import binascii
 import hashlib
 import json
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from arlkit.envs.terminal._driver import pack_folder
 from arlkit.sandbox import Sandbox
 
-__all__ = ["ROOT", "CommandLimits", "CommandResult", "DRIVER_SOURCE", "archive_digest", "pack_folder", "run_command"]
+__all__ = ["ROOT", "CommandLimits", "CommandResult", "DRIVER_SOURCE", "archive_digest", "exchange", "pack_folder", "run_command"]
 
 ROOT = "/app"
 """Where the task folder is inside the sandbox (where Terminal-Bench tasks expect it)."""
@@ -89,6 +89,38 @@ def archive_digest(archive: bytes) -> str:
     return hashlib.sha256(archive).hexdigest()[:16]
 
 
+def exchange(
+    sandbox: Sandbox,
+    request: dict,
+    files: dict[str, str | bytes],
+    *,
+    timeout_s: float,
+    max_output_bytes: int,
+) -> tuple[dict | None, str, float]:
+    """One sandbox run of the driver: ``(fields, error, duration_s)``, where ``fields`` is the
+    driver's JSON object (``None`` with ``error`` saying why when its line is missing or unreadable)."""
+    nonce = secrets.token_hex(16)
+    run = sandbox.run_python(
+        DRIVER_SOURCE,
+        stdin=json.dumps({**request, "nonce": nonce, "root": ROOT}) + "\n",
+        files=files,
+        wall_time_s=timeout_s + _RESULT_MARGIN_S,
+        max_output_bytes=max_output_bytes,
+    )
+    line = next((ln for ln in run.stdout.splitlines() if ln.startswith(nonce + " ")), None)
+    if line is None:
+        why = {"timeout": "the sandbox's wall clock ran out", "output_limit": "the result was too large"}
+        reason = why.get(run.outcome, f"the command stopped the shell that ran it ({run.outcome})")
+        return None, f"the command's result was lost: {reason}", run.duration_s
+    try:
+        fields = json.loads(line[len(nonce) + 1 :])
+    except ValueError as exc:
+        return None, f"the command's result could not be read: {exc}", run.duration_s
+    if not isinstance(fields, dict):
+        return None, "the command's result could not be read: not an object", run.duration_s
+    return fields, "", run.duration_s
+
+
 def run_command(
     sandbox: Sandbox,
     archive: bytes,
@@ -96,37 +128,24 @@ def run_command(
     *,
     cwd: str = ROOT,
     limits: CommandLimits = CommandLimits(),
-    support: bytes | None = None,
 ) -> CommandResult:
     """Run ``command`` on the task folder ``archive`` starting in ``cwd``; never raises on any
     command (a sandbox that cannot start at all still raises ``SandboxError``)."""
-    nonce = secrets.token_hex(16)
     request = {
-        "nonce": nonce, "root": ROOT, "cwd": cwd, "timeout_s": limits.timeout_s, "keep_bytes": limits.keep_bytes,
+        "cwd": cwd, "timeout_s": limits.timeout_s, "keep_bytes": limits.keep_bytes,
         "max_output_bytes": limits.max_output_bytes, "max_archive_bytes": limits.max_archive_bytes,
     }
-    files: dict[str, str | bytes] = {"workspace.tar": archive, "command.sh": command}
-    if support:
-        files["support.tar"] = support
-    run = sandbox.run_python(
-        DRIVER_SOURCE,
-        stdin=json.dumps(request) + "\n",
-        files=files,
-        wall_time_s=limits.timeout_s + _RESULT_MARGIN_S,
+    fields, error, duration_s = exchange(
+        sandbox, request, {"workspace.tar": archive, "command.sh": command}, timeout_s=limits.timeout_s,
         # base64 of the archive, and each kept stream JSON-escaped (up to 6 characters a byte)
         max_output_bytes=4 * limits.max_archive_bytes // 3 + 12 * limits.keep_bytes + 65536,
     )
-    lost = CommandResult(None, "", "", error="", duration_s=run.duration_s)
-    line = next((ln for ln in run.stdout.splitlines() if ln.startswith(nonce + " ")), None)
-    if line is None:
-        why = {"timeout": "the sandbox's wall clock ran out", "output_limit": "the result was too large"}
-        reason = why.get(run.outcome, f"the command stopped the shell that ran it ({run.outcome})")
-        return replace(lost, error=f"the command's result was lost: {reason}")
+    if fields is None:
+        return CommandResult(None, "", "", error=error, duration_s=duration_s)
     try:
-        fields = json.loads(line[len(nonce) + 1 :])
-        return _parse(fields, run.duration_s)
+        return _parse(fields, duration_s)
     except (ValueError, TypeError, KeyError, binascii.Error) as exc:
-        return replace(lost, error=f"the command's result could not be read: {exc}")
+        return CommandResult(None, "", "", error=f"the command's result could not be read: {exc}", duration_s=duration_s)
 
 
 def _parse(fields: dict, duration_s: float) -> CommandResult:

@@ -89,8 +89,14 @@ class Product:
 
     @cached_property
     def text(self) -> str:
-        """Title, features and description, lower-cased (where the score looks for attributes and options)."""
-        return " ".join([self.title, " ".join(self.bullets), self.description]).lower()
+        """Title, features and description, lower-cased, in one text."""
+        return " ".join(self.text_fields)
+
+    @cached_property
+    def text_fields(self) -> tuple[str, str, str]:
+        """Title, features (joined by spaces) and description, each lower-cased: where the score looks for an
+        attribute (in each apart, as WebShop does)."""
+        return self.title.lower(), " ".join(self.bullets).lower(), self.description.lower()
 
     @cached_property
     def search_text(self) -> str:

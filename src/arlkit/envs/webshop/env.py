@@ -12,8 +12,8 @@ Episode semantics:
   (:func:`~arlkit.envs.webshop.reward.score_purchase`); success means score 1. The step reward is ARLArena's
   ``success_reward`` (10) on success and 0 otherwise, or the score itself with ``reward=score`` (WebShop's
   own reward: then a trajectory's return is its score). The final observation states the score either
-  way (:func:`purchase_score` reads it back), so the average WebShop score can be reported next to the
-  success rate.
+  way; :func:`purchase_score` reads it from the environment's record of the purchase, never from an
+  observation (an invalid action's observation echoes the action, whatever text it holds).
 - Tasks are WebShop's goals: the test split is goals 0-499 and the training split goals 500 on (ARLArena's
   and verl-agent's; ``test_goals``, ``train_from``). By default the shipped synthetic catalogue (1,200 products,
   1,500 goals, ``scripts/data/make_webshop_catalog.py``); ``data_dir`` reads WebShop's own files.
@@ -26,7 +26,6 @@ comes from: docs/environments.md#webshop).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -49,7 +48,6 @@ GAMMA = 0.95
 _SHIPPED = ("items_shuffle_synthetic.json.gz", "items_ins_v2_synthetic.json.gz", "items_human_ins_synthetic.json.gz",
             "reviews_synthetic.json.gz")  # the shipped catalogue's files, in CatalogFiles' order
 _SCORE_LINE = "Your score (min 0.0, max 1.0): "
-_SCORE = re.compile(re.escape(_SCORE_LINE) + r"([0-9.]+)")
 
 
 @dataclass(frozen=True)
@@ -128,12 +126,6 @@ def _store(config: WebshopConfig) -> _Store:
         catalog = load_catalog(files)
         _STORES[key] = _Store(catalog, SearchIndex(catalog.products), {})
     return _STORES[key]
-
-
-def purchase_score(observation: str) -> float | None:
-    """The WebShop score a final observation states, or ``None`` when it states none."""
-    match = _SCORE.search(observation) if isinstance(observation, str) else None
-    return float(match.group(1)) if match else None
 
 
 class WebshopEnv:
@@ -337,3 +329,12 @@ class WebshopEnv:
 @register_env("webshop", WebshopConfig)
 def _make_webshop(config: WebshopConfig) -> WebshopEnv:
     return WebshopEnv(config)
+
+
+def purchase_score(env: WebshopEnv) -> float | None:
+    """The WebShop score of ``env``'s purchase, from the environment's own record of it (``None``
+    before a purchase). Text is refused: an observation echoes what the policy wrote, so a score
+    line in it proves nothing."""
+    if not isinstance(env, WebshopEnv):
+        raise TypeError(f"purchase_score reads a WebshopEnv's record of its purchase, not a {type(env).__name__}")
+    return env.score

@@ -25,7 +25,7 @@ _MAX_CACHED = 8192
 
 
 INSTALL_HINT = "pip install 'arlkit[webshop]' (or `make install`)"
-_PACKAGES = ("bm25s", "snowballstemmer", "rapidfuzz")
+_PACKAGES = ("bm25s", "snowballstemmer")
 
 
 def require_extra() -> None:

@@ -1,4 +1,0 @@
-set -e
-[ "$(./hello)" = 'Hello, world!' ]
-cc -o /tmp/h hello.c
-[ "$(/tmp/h)" = 'Hello, world!' ]

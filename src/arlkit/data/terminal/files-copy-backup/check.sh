@@ -1,3 +1,0 @@
-set -e
-test -d config.bak
-diff -r config config.bak

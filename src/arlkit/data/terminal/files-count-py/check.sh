@@ -1,2 +1,0 @@
-set -e
-[ "$(tr -d ' \n' < count.txt)" = 7 ]

@@ -1,2 +1,0 @@
-set -e
-[ "$(tr -d ' \n' < largest.txt)" = beta.bin ]

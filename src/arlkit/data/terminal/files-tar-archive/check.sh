@@ -1,4 +1,0 @@
-set -e
-d=$(mktemp -d)
-tar xzf archive.tar.gz -C "$d"
-diff -r site "$d/site"

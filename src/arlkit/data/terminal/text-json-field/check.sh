@@ -1,2 +1,0 @@
-set -e
-[ "$(tr -d ' \n' < version.txt)" = 3.14.2 ]

@@ -1,2 +1,0 @@
-set -e
-[ "$(cat longest.txt)" = 'Simplicity is prerequisite for reliability.' ]

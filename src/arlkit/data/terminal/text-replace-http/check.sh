@@ -1,3 +1,0 @@
-set -e
-if grep -q 'http://' links.txt; then exit 1; fi
-[ "$(grep -o 'https://' links.txt | wc -l)" -eq 4 ]
