@@ -106,14 +106,16 @@ def test_steps_compare_exit_status_exact_output_and_lines(env: TerminalEnv) -> N
 
 def test_each_step_starts_clean(env: TerminalEnv) -> None:
     """Nothing a step started survives into the next; each step has a new HOME and TMPDIR; links
-    that leave the folder are gone before the first step and links inside it stay."""
+    that leave the folder are gone before the first step and after each one, links inside it stay."""
     result = _check(env.sandbox, [
         {"run": "(setsid sleep 300 &) ; nohup sleep 300 >/dev/null 2>&1 & echo $HOME > /app/home; touch \"$HOME/.planted\""},
         {"run": "ps -e -o comm= | grep -c sleep", "exit": 1},
         {"run": "[ \"$HOME\" != \"$(cat /app/home)\" ] && ls -A \"$HOME\"", "stdout": ""},
+        {"run": "ln -s /dev/stdin /app/late && ln -s home /app/kept"},
+        {"run": "test ! -L /app/late && test -L /app/kept"},
     ])
     assert result.steps and all(s.passed for s in result.steps), result.output
-    assert result.passed
+    assert result.passed and result.links_out == 1
     # links are made by a command, as a policy would make them
     env.reset(Task(SHIPPED[0].task_id, SHIPPED[0].to_payload()), 0)
     env.step("ln -s /dev/stdin out; ln -s data.txt in; ln -s ../app/data.txt in2; ln -s / root")

@@ -16,12 +16,12 @@ prints one line: the nonce, a space, and a JSON object. Anything the command doe
 that folder or make the line missing, which the parent treats as a failed step.
 
 A check (docs/sandbox.md, "What a checker may assume") first removes every symbolic link whose
-target resolves outside the task folder, then runs its steps in order, each in a fresh bash in the
-task folder with a clean environment (a new empty ``HOME`` and ``TMPDIR``, no variable a program
-could have set), stopping at the first step whose exit status is not the one expected. After each
-step every other process in the sandbox is killed, so nothing a step started survives into the
-next. The line carries each step's exit status and output; the expected outputs stay in the parent,
-which compares them.
+target resolves outside the task folder (and again after each step), then runs its steps in order,
+each in a fresh bash in the task folder with a clean environment (a new empty ``HOME`` and
+``TMPDIR``, no variable a program could have set), stopping at the first step whose exit status is
+not the one expected. After each step every other process in the sandbox is killed, so nothing a
+step started survives into the next. The line carries each step's exit status and output; the
+expected outputs stay in the parent, which compares them.
 """
 
 import base64
@@ -293,6 +293,7 @@ def _check(request, root):
         outcome = _run(step["run"], env, request, remaining)
         if not _sweep():  # a survivor could change what the next steps see: no verdict
             return {"error": "a process the check started could not be stopped"}
+        links_out += _drop_links_out(root)  # nor may a link a step's program made lead the next ones out
         steps.append(outcome)
         if outcome["exit_code"] != int(step.get("exit", 0)):
             break

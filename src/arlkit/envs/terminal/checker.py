@@ -2,12 +2,12 @@
 
 A check is a list of :class:`CheckStep`. It runs on a copy of the task folder in a sandbox of its
 own (never the one the commands ran in), through the driver (:mod:`arlkit.envs.terminal._driver`):
-symbolic links that leave the folder are removed first, then each step's script runs in a fresh
-bash in ``/app`` with a clean environment, and every process a step started is killed before the
-next one begins. What a step is expected to print never enters the sandbox: the driver sends back
-each step's exit status and output, and :func:`run_check` compares them here. So a program the
-check runs can change only its own step's output, never the checker, another step or the verdict
-(docs/sandbox.md, "What a checker may assume").
+symbolic links that leave the folder are removed first and after each step; each step's script
+runs in a fresh bash in ``/app`` with a clean environment, and every process a step started is
+killed before the next one begins. What a step is expected to print never enters the sandbox: the
+driver sends back each step's exit status and output, and :func:`run_check` compares them here. So
+a program the check runs can change only its own step's output, never the checker, another step
+or the verdict (docs/sandbox.md, "What a checker may assume").
 
 A step passes when its exit status is ``exit`` and, where given, its standard output is exactly
 ``stdout`` (bytes for bytes, as ``cmp`` compares a file) or, with trailing newlines removed, is
