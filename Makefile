@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml Makefile
 	./scripts/install-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,lora,humaneval,export,wandb,math,serve,webshop]" mpmath
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,terminal,lora,humaneval,export,wandb,math,serve,webshop]" mpmath
 	$(BIN)/python -m pip install --quiet --no-deps $(BFCL_PIN)
 	touch $(STAMP)
 
@@ -37,7 +37,7 @@ $(VERL_STAMP): $(STAMP)
 	ls $(WHEELS)/fast_downward_textworld-20.6.4-*.whl $(WHEELS)/jericho-3.3.1-*.whl >/dev/null 2>&1 \
 		|| $(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(WHEELS) $(ALFWORLD_SDISTS)
 	$(BIN)/python -m pip install --quiet --find-links $(WHEELS) "$(TORCH_PIN)" \
-		-e ".[test,lora,humaneval,export,wandb,math,serve,webshop,alfworld,verl]" $(ALFWORLD_SDISTS)
+		-e ".[test,terminal,lora,humaneval,export,wandb,math,serve,webshop,alfworld,verl]" $(ALFWORLD_SDISTS)
 	touch $(VERL_STAMP)
 
 install-extras: $(VERL_STAMP)

@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MARK = re.compile(r"<!-- not run by tests/test_readme\.py: (.+?) -->")
 FENCE = re.compile(r"^```(bash|python)\n(.*?)^```", re.S | re.M)
-SHARED = (".venv", "configs", "examples", "scripts", "benchmarks", "src", "pyproject.toml", "Makefile")
+SHARED = (".venv", "configs", "examples", "scripts", "benchmarks", "src", "tests", "pyproject.toml", "Makefile")
 
 
 @dataclass(frozen=True)

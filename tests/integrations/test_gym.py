@@ -81,8 +81,12 @@ def test_a_gymnasium_text_env_becomes_an_arlkit_env() -> None:
     assert result.success and result.reward == 1.0
     assert not env.step("3").valid  # over
     env.reset(test[0], 0)
-    key = env.state_key()
-    assert not env.step("forty").valid and env.state_key() == key  # outside the Text space's charset: refused
+    passed = env.step("forty")  # outside the Text space's charset: the environment still gets it
+    assert passed.valid and "not a number" in passed.observation and not passed.done
+    strict = from_gymnasium("arlkit/guess-number-v0", text_check="full")
+    strict.reset(test[0], 0)
+    key = strict.state_key()
+    assert not strict.step("forty").valid and strict.state_key() == key  # text_check=full: refused
     discrete = from_gymnasium(gymnasium.make("CartPole-v1"), render="builtins:repr")
     assert discrete.admissible_actions() == ["0", "1"]
     discrete.reset(Task("c", {"seed": 0}), 0)

@@ -229,3 +229,43 @@ def test_kept_prompts_are_the_requests_messages_and_the_backends_prompt_ids() ->
             line = traj.to_json()
             assert all("prompt" not in turn for turn in line["turns"])
             assert Trajectory.from_json(line) == traj and Trajectory.from_json(line).turns[0].prompt is None
+
+
+class _Counted:
+    """A frozenlake that records the budgets it is told and counts its closes (its reset raises
+    with ``broken``)."""
+
+    def __init__(self, log: dict[str, list], broken: bool = False) -> None:
+        self._env = make("frozenlake", slippery=False)
+        self._log, self._broken = log, broken
+        self.name, self.t_max = self._env.name, self._env.t_max
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - the rest of the protocol
+        return getattr(self._env, name)
+
+    def set_budget(self, budget: int | None) -> None:
+        self._log["budgets"].append(budget)
+
+    def reset(self, task, seed: int) -> str:  # noqa: ANN001
+        if self._broken:
+            raise RuntimeError("the environment failed")
+        return self._env.reset(task, seed)
+
+    def close(self) -> None:
+        self._log["closed"].append(1)
+
+
+@pytest.mark.parametrize(("mode", "told"), [("announced", 3), ("hidden", None)])
+def test_the_engine_tells_the_budget_and_closes_every_environment(mode: str, told: int | None) -> None:
+    log: dict[str, list] = {"budgets": [], "closed": []}
+    tasks = make("frozenlake").tasks("test", 2)
+    run_rollouts(lambda: _Counted(log), make_jobs(tasks, 2, 3, 0), make_policy("random"), PromptConfig(mode))
+    assert log["budgets"] == [told] * 4 and len(log["closed"]) == 4
+
+
+def test_an_environment_that_raises_is_closed_too() -> None:
+    log: dict[str, list] = {"budgets": [], "closed": []}
+    tasks = make("frozenlake").tasks("test", 1)
+    with pytest.raises(RuntimeError, match="the environment failed"):
+        run_rollouts(lambda: _Counted(log, broken=True), make_jobs(tasks, 1, 3, 0), make_policy("random"))
+    assert len(log["closed"]) == 1

@@ -43,11 +43,22 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The full parser with every registered sub-command."""
     parser = _Parser(prog="arlkit", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"arlkit {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     return parser
+
+
+def _version() -> str:
+    """The installed distribution's version (a source tree without one says so)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("arlkit")
+    except PackageNotFoundError:
+        return "(not installed: a source tree)"
 
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
@@ -107,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except RunError as exc:
             print(f"{name}: error: {_line(exc)}", file=sys.stderr)
             return 1
+        except BrokenPipeError:  # the reader of stdout went away (`arlkit ... | head -1`): nothing more to say
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+            return 0
         except OSError as exc:
             on_out = _on_out_path(exc.filename, out)
             if exc.filename and exc.errno not in _DISK_FULL and (exc.errno in _CANNOT_WRITE or on_out):

@@ -83,12 +83,21 @@ def eval_config_from_args(args: argparse.Namespace) -> EvalConfig:
     return dataclasses.replace(config, env=EnvSpec(config.env.name, {k: getattr(typed, k) for k in config.env.args}))
 
 
+def _print_load_report(env: object) -> None:
+    """What loading the environment's tasks from a folder did (``load_report``: the terminal
+    environment's tasks loaded and folders skipped), before the run starts."""
+    report = getattr(env, "load_report", None)
+    if report is not None:
+        for line in report.lines(limit=10):
+            print(f"{getattr(env, 'name', 'env')}: {line}", flush=True)
+
+
 def _handle(args: argparse.Namespace) -> int:
     config = eval_config_from_args(args)
     try:
         stats = EngineStats()
         with progress_reporter("trajectories", detail=stats.line) as update:
-            result = run_eval(config, Path(args.out), on_progress=update, stats=stats)
+            result = run_eval(config, Path(args.out), on_progress=update, stats=stats, on_start=_print_load_report)
     except ValueError as exc:  # bad budgets, too few tasks, ...
         raise ConfigError(str(exc)) from None
     print((Path(args.out) / "summary.md").read_text(encoding="utf-8"))

@@ -196,6 +196,39 @@ def summary_notes(env: object, tasks: Sequence[Task]) -> list[str]:
     return list(env.summary_notes(tasks)) if isinstance(env, SummaryNotes) else []
 
 
+@runtime_checkable
+class AnnouncedBudget(Protocol):
+    """Optional capability: the environment wants to know the turn budget the agent is told."""
+
+    def set_budget(self, budget: int | None) -> None:
+        """Called before each ``reset`` with the announced budget, or ``None`` when budgets are
+        hidden (a wrapped environment of a hub that counts turns itself)."""
+        ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """Optional capability: the environment holds something for a trajectory (a live shell
+    session, a wrapped environment, a server session)."""
+
+    def close(self) -> None:
+        """Release it; idempotent. The rollout engine calls it when each trajectory ends, however
+        it ends."""
+        ...
+
+
+def announce_budget(env: object, budget: int | None) -> None:
+    """``env.set_budget(budget)`` where ``env`` has :class:`AnnouncedBudget`."""
+    if isinstance(env, AnnouncedBudget):
+        env.set_budget(budget)
+
+
+def close_env(env: object) -> None:
+    """``env.close()`` where ``env`` has :class:`Closable`."""
+    if isinstance(env, Closable):
+        env.close()
+
+
 def supports_function_calling(env: object) -> bool:
     """Whether ``env`` can take its actions as native tool calls (:class:`FunctionCalling`)."""
     return isinstance(env, FunctionCalling)

@@ -4,26 +4,74 @@ Text environments (``gymnasium.spaces.Text`` observations and actions) work as t
 need a ``render`` (observation -> text) and, unless the actions are a ``Discrete`` space (written
 as integers), a ``parse`` (action text -> action), both given as ``module:function``. A task is a
 reset seed: the test split is seeds ``0..``, the train split seeds ``1_000_000_000..``, so the
-splits never share a seed. Success is the wrapped environment's own ``info["success"]`` (or
-``info["is_success"]``) when it reports one, else terminating (not truncating) on a reward above
-``success_threshold``. There is no oracle unless the environment brings one (docs/integrations.md).
+splits never share a seed.
+
+The rules (docs/integrations.md, "Gymnasium environments in arlkit"):
+
+- Success needs ``terminated`` without ``truncated``; on such a step the environment's own
+  ``info["success"]`` (or ``info["is_success"]``) decides when it reports one, else a reward above
+  ``success_threshold``. A truncated step ends the episode without success, and its observation
+  says so (the only record :class:`~arlkit.envs.protocol.StepResult` has room for).
+- ``Text`` action spaces: by default (``text_check=length``) an action must have the space's
+  length; characters outside its charset still reach the environment, with a warning, because
+  Gymnasium's default charset (letters and digits) refuses every sentence.
+- ``action_text=reply`` hands the environment the whole reply instead of the ``<action>`` content.
+- The announced budget (:meth:`GymnasiumEnv.set_budget`) reaches the wrapped environment as
+  ``reset(options={"budget", "remaining", "t_max"})``; T_max is ``t_max``, else the spec's
+  ``max_episode_steps``, else 50 with a warning.
+- ``close()`` closes the wrapped environment, once; a bridge dropped without it closes it when
+  collected. An id that cannot be made is a one-line ``ValueError``; an exception inside the
+  wrapped environment is an invalid step (``step``) or an error observation (``reset``), never a
+  traceback out of the rollout.
+
+There is no oracle unless the environment brings one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import Callable
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arlkit.envs.parsing import parse_tagged_action
+from arlkit.envs.parsing import parse_tagged_action, valid_utf8
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 
-__all__ = ["DiscreteGymnasiumEnv", "GymnasiumConfig", "GymnasiumEnv", "TRAIN_SEED_OFFSET", "from_gymnasium"]
+__all__ = ["DiscreteGymnasiumEnv", "GymnasiumConfig", "GymnasiumEnv", "TRAIN_SEED_OFFSET", "TRUNCATED_NOTE",
+           "from_gymnasium"]
 
 TRAIN_SEED_OFFSET = 1_000_000_000
+DEFAULT_T_MAX = 50
+TRUNCATED_NOTE = "(The environment truncated the episode: no success.)"
+"""The line a truncated step's observation ends with."""
+
+ACTION_TEXTS = ("action", "reply")
+TEXT_CHECKS = ("length", "full", "none")
+
+logger = logging.getLogger(__name__)
+_warned: set[tuple[str, ...]] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(key: tuple[str, ...], message: str) -> None:
+    """Log ``message`` the first time ``key`` comes up in this process (environments are built
+    once per trajectory: a warning per trajectory would drown the progress line)."""
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    logger.warning(message)
+
+
+def _one_line(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -40,9 +88,15 @@ class GymnasiumConfig:
             the text for ``Text`` action spaces, an integer for ``Discrete`` ones).
         instruction: the task-specific instruction of the prompt (default: a generic one).
         action_format: how to write an action (default: from the action space).
-        t_max: the full turn budget (0: the id's ``max_episode_steps``, else 50).
+        t_max: the full turn budget (0: the spec's ``max_episode_steps``, else 50); given, it is
+            also the ``max_episode_steps`` an id is made with, so Gymnasium's time limit agrees.
         success_threshold: without an ``info["success"]``, termination with a reward above this is success.
         n_tasks: seeds per split.
+        action_text: ``action``: the content of the reply's ``<action>`` tag reaches the
+            environment; ``reply``: the whole reply does (its ``<think>`` and tags included).
+        text_check: how a ``Text`` action space is enforced: ``length`` (its min/max length;
+            characters outside its charset pass, with a warning), ``full`` (Gymnasium's
+            ``contains``: length and charset) or ``none`` (any text).
     """
 
     id: str = "arlkit/guess-number-v0"
@@ -53,51 +107,135 @@ class GymnasiumConfig:
     t_max: int = 0
     success_threshold: float = 0.0
     n_tasks: int = 1000
+    action_text: str = "action"
+    text_check: str = "length"
 
     def __post_init__(self) -> None:
         if not self.id:
             raise ValueError("give the Gymnasium id: --env-arg id=NAME-v0 (or module:NAME-v0)")
         if self.t_max < 0 or self.n_tasks < 1:
             raise ValueError("t_max must be >= 0 and n_tasks >= 1")
+        if self.action_text not in ACTION_TEXTS:
+            raise ValueError(f"unknown action_text {self.action_text!r}; valid choices: {', '.join(ACTION_TEXTS)}")
+        if self.text_check not in TEXT_CHECKS:
+            raise ValueError(f"unknown text_check {self.text_check!r}; valid choices: {', '.join(TEXT_CHECKS)}")
 
 
-def _load(path: str) -> Callable[[Any], Any]:
+def _load(path: str, what: str) -> Callable[[Any], Any]:
     module, sep, name = path.partition(":")
-    if not sep:
-        raise ValueError(f"expected module:function, got {path!r}")
-    return getattr(importlib.import_module(module), name)
+    if not sep or not module or not name:
+        raise ValueError(f"{what}: expected module:function, got {path!r}")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"{what}={path}: {_one_line(exc)}") from exc
+    if not callable(fn):
+        raise ValueError(f"{what}={path}: not a function")
+    return fn
+
+
+def _gymnasium() -> Any:
+    try:
+        import gymnasium
+    except ImportError as exc:
+        raise ImportError("the gymnasium adapter needs Gymnasium: pip install 'arlkit[gym]'") from exc
+    from arlkit.envs import gym_text  # noqa: F401 - registers arlkit/guess-number-v0
+
+    return gymnasium
+
+
+def _make_gym(config: GymnasiumConfig) -> Any:
+    """``gymnasium.make(config.id)``; whatever goes wrong (an unknown id, a module that does not
+    import, the environment's constructor raising) is a one-line ``ValueError``."""
+    gymnasium = _gymnasium()
+    kwargs = {"max_episode_steps": config.t_max} if config.t_max else {}
+    try:
+        return gymnasium.make(config.id, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - foreign code: one line, never a traceback
+        raise ValueError(f"cannot make the Gymnasium environment {config.id!r}: {_one_line(exc)} (give a "
+                         "registered id, or module:Name-v0 to import module first)") from exc
+
+
+def _close_quietly(env: Any, env_id: str) -> None:
+    try:
+        env.close()
+    except Exception as exc:  # noqa: BLE001 - closing must not sink the rollout
+        _warn_once(("close", env_id, type(exc).__name__), f"{env_id}: close() raised {_one_line(exc)}")
 
 
 class GymnasiumEnv:
-    """A Gymnasium environment behind arlkit's protocol."""
+    """A Gymnasium environment behind arlkit's protocol.
+
+    ``env`` is a Gymnasium environment to wrap instead of making ``config.id``; ``close()`` closes
+    it as well. Reset after ``close()`` makes a fresh environment from the id (or, for a given
+    ``env``, resets the same one), so one bridge may run trajectory after trajectory."""
 
     name = "gymnasium"
 
-    def __init__(self, config: GymnasiumConfig, env: Any | None = None) -> None:
-        try:
-            import gymnasium
-            from gymnasium import spaces
-        except ImportError as exc:
-            raise ImportError("the gymnasium adapter needs Gymnasium: pip install 'arlkit[gym]'") from exc
-        from arlkit.envs import gym_text  # noqa: F401 - registers arlkit/guess-number-v0
-
+    def __init__(self, config: GymnasiumConfig, env: Any | None = None, *, _owned: bool | None = None) -> None:
+        self._spaces = _gymnasium().spaces
         self.config = config
-        self._env = env if env is not None else gymnasium.make(config.id)
-        self._spaces = spaces
-        spec = getattr(self._env, "spec", None)
-        self.t_max = config.t_max or int(getattr(spec, "max_episode_steps", None) or 50)
-        text_obs = isinstance(self._env.observation_space, spaces.Text)
-        if not config.render and not text_obs:
-            raise ValueError(f"{config.id}: observations are {self._env.observation_space}, not text; give render=module:function")
-        self._render_fn = _load(config.render) if config.render else str
-        action_space = self._env.action_space
-        if not config.parse and not isinstance(action_space, (spaces.Text, spaces.Discrete)):
-            raise ValueError(f"{config.id}: actions are {action_space}; give parse=module:function")
-        self._parse_fn = _load(config.parse) if config.parse else None
+        self._owned = env is None if _owned is None else _owned  # made here: closed on failure, remade after close
+        self._env = _make_gym(config) if env is None else env
+        self._closer = weakref.finalize(self, _close_quietly, self._env, config.id)
+        try:
+            self._check_spaces()
+            self.t_max = self._read_t_max()
+            self._render_fn = _load(config.render, "render") if config.render else str
+            self._parse_fn = _load(config.parse, "parse") if config.parse else None
+        except BaseException:
+            if self._owned:
+                self.close()
+            else:
+                self._closer.detach()  # the caller's environment: theirs to close
+            raise
         self._observation = ""
         self._done = False
+        self._over = "The episode is over."
+        self._budget: int | None = None
         self._task: Task | None = None
         self._actions: list[str] = []  # the valid action texts since reset: the state, replayed by restore
+
+    def _check_spaces(self) -> None:
+        spaces, config = self._spaces, self.config
+        observation_space, action_space = self._env.observation_space, self._env.action_space
+        if not config.render and not isinstance(observation_space, spaces.Text):
+            raise ValueError(f"{config.id}: observations are {observation_space}, not text; give render=module:function")
+        if not config.parse and not isinstance(action_space, (spaces.Text, spaces.Discrete)):
+            raise ValueError(f"{config.id}: actions are {action_space}; give parse=module:function")
+        if config.action_text == "reply" and not config.parse and not isinstance(action_space, spaces.Text):
+            raise ValueError(f"{config.id}: action_text=reply needs a Text action space or parse=module:function "
+                             f"(actions are {action_space})")
+
+    def _read_t_max(self) -> int:
+        spec_steps = getattr(getattr(self._env, "spec", None), "max_episode_steps", None)
+        if self.config.t_max:
+            if spec_steps and spec_steps < self.config.t_max:
+                _warn_once(("t_max", self.config.id), f"{self.config.id}: the environment truncates at "
+                           f"max_episode_steps={spec_steps}, before t_max={self.config.t_max}")
+            return self.config.t_max
+        if spec_steps:
+            return int(spec_steps)
+        _warn_once(("t_max", self.config.id), f"{self.config.id}: no t_max given and its spec has no "
+                   f"max_episode_steps; T_max is {DEFAULT_T_MAX} (give --env-arg t_max=N)")
+        return DEFAULT_T_MAX
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the wrapped environment (once: later calls do nothing)."""
+        self._closer()
+
+    @property
+    def closed(self) -> bool:
+        return not self._closer.alive
+
+    def _reopen(self) -> None:
+        if self._owned:
+            self._env = _make_gym(self.config)
+        self._closer = weakref.finalize(self, _close_quietly, self._env, self.config.id)
+
+    # -- the protocol ---------------------------------------------------------------------------
 
     def tasks(self, split: str, n: int) -> list[Task]:
         if split not in ("train", "test"):
@@ -107,14 +245,55 @@ class GymnasiumEnv:
         offset = TRAIN_SEED_OFFSET if split == "train" else 0
         return [Task(f"{self.config.id}#seed{offset + i}", {"seed": offset + i}) for i in range(n)]
 
+    def set_budget(self, budget: int | None) -> None:
+        """The turn budget the next trajectory's prompts announce (``None``: none announced);
+        the next ``reset`` passes it to the wrapped environment."""
+        if budget is not None and budget < 1:
+            raise ValueError(f"a budget must be >= 1 turn, got {budget}")
+        self._budget = budget
+
+    def reset_options(self) -> dict[str, int] | None:
+        """What ``reset`` passes as the wrapped environment's ``options``: the announced budget,
+        the turns remaining (all of it, at reset) and T_max; ``None`` without an announced budget."""
+        if self._budget is None:
+            return None
+        return {"budget": self._budget, "remaining": self._budget, "t_max": self.t_max}
+
     def reset(self, task: Task, seed: int) -> str:
-        observation, _ = self._env.reset(seed=int(task.payload["seed"]))
-        self._task, self._done, self._actions = task, False, []
-        self._observation = str(self._render_fn(observation))
+        self._task, self._done, self._actions, self._over = task, False, [], "The episode is over."
+        try:
+            if self.closed:
+                self._reopen()
+            options = self.reset_options()
+            kwargs: dict[str, Any] = {"seed": int(task.payload["seed"])}
+            if options is not None:
+                kwargs["options"] = options
+            observation, _ = self._env.reset(**kwargs)
+            self._observation = self._render(observation)
+        except Exception as exc:  # noqa: BLE001 - foreign code: an error observation, never a traceback
+            _warn_once(("reset", self.config.id, type(exc).__name__),
+                       f"{self.config.id}: reset raised {_one_line(exc)}; such trajectories fail")
+            self._done = True
+            self._observation = self._over = f"The environment could not start: {_one_line(exc)}"
         return self._observation
 
+    def _render(self, observation: Any) -> str:
+        try:
+            return str(self._render_fn(observation))
+        except Exception as exc:  # noqa: BLE001 - user code
+            _warn_once(("render", self.config.id, type(exc).__name__),
+                       f"{self.config.id}: render raised {_one_line(exc)}")
+            return f"(The observation could not be rendered: {_one_line(exc)})"
+
     def parse_action(self, reply: str) -> ParsedAction:
-        return parse_tagged_action(reply)
+        if self.config.action_text == "action":
+            return parse_tagged_action(reply)
+        if not isinstance(reply, str):
+            return ParsedAction(None, "the reply is not text")
+        text = valid_utf8(reply)[0]
+        if not text.strip():
+            return ParsedAction(None, "the reply is empty")
+        return ParsedAction(text, None, parse_tagged_action(reply).strict_format)
 
     def _convert(self, text: str) -> tuple[Any, str | None]:
         space = self._env.action_space
@@ -129,23 +308,55 @@ class GymnasiumEnv:
             if stripped.lstrip("-").isdigit() and space.contains(int(stripped)):
                 return int(stripped), None
             return None, f"write an integer from {space.start} to {space.start + space.n - 1}"
-        return (text, None) if space.contains(text) else (None, "the text is not in the action space")
+        return self._text_action(space, text)
+
+    def _text_action(self, space: Any, text: str) -> tuple[Any, str | None]:
+        """The ``Text`` space rule (``text_check``, see :class:`GymnasiumConfig`)."""
+        mode, env_id = self.config.text_check, self.config.id
+        if mode == "none" or space.contains(text):
+            return text, None
+        if not space.min_length <= len(text) <= space.max_length:
+            _warn_once(("length", env_id), f"{env_id}: the action space {space} refuses an action of {len(text)} "
+                       "characters; such actions are invalid (text_check=none passes them)")
+            return None, f"write {space.min_length} to {space.max_length} characters"
+        outside = sorted({c for c in text if c not in space.character_set})
+        shown = " ".join(repr(c) for c in outside[:12]) + (" ..." if len(outside) > 12 else "")
+        if mode == "full":
+            _warn_once(("charset", env_id), f"{env_id}: the action space {space} rejects the characters {shown} in "
+                       "the model's actions; such actions are invalid (text_check=length passes them)")
+            return None, f"these characters are not allowed: {shown}"
+        _warn_once(("charset", env_id), f"{env_id}: the action space {space} rejects the characters {shown} in "
+                   "the model's actions; they reach the environment anyway (text_check=full refuses them)")
+        return text, None
 
     def step(self, action: str) -> StepResult:
         if self._task is None:
             raise RuntimeError("call reset(task, seed) first")
         if self._done:
-            return StepResult("The episode is over.", 0.0, True, False, False)
+            return StepResult(self._over, 0.0, True, False, False)
         value, error = self._convert(action if isinstance(action, str) else "")
         if error is not None:
             return StepResult(f"Invalid action: {error}.\n{self._observation}", 0.0, False, False, False)
-        observation, reward, terminated, truncated, info = self._env.step(value)
+        try:
+            observation, reward, terminated, truncated, info = self._env.step(value)
+            reward = float(reward)
+        except Exception as exc:  # noqa: BLE001 - foreign code: an invalid step, never a traceback
+            _warn_once(("step", self.config.id, type(exc).__name__), f"{self.config.id}: step raised "
+                       f"{_one_line(exc)}; the turn counts as an invalid action")
+            return StepResult(f"Invalid action: the environment raised {_one_line(exc)}.\n{self._observation}",
+                              0.0, False, False, False)
         self._actions.append(action)
-        self._observation = str(self._render_fn(observation))
-        self._done = bool(terminated or truncated)
-        flag = info.get("success", info.get("is_success")) if isinstance(info, dict) else None
-        success = bool(flag) if flag is not None else bool(terminated and float(reward) > self.config.success_threshold)
-        return StepResult(self._observation, float(reward), self._done, success, True)
+        self._observation = self._render(observation)
+        terminated, truncated = bool(terminated), bool(truncated)
+        self._done = terminated or truncated
+        success = terminated and not truncated and self._solved(reward, info)
+        if truncated:
+            return StepResult(f"{self._observation}\n{TRUNCATED_NOTE}", reward, True, False, True)
+        return StepResult(self._observation, reward, self._done, success, True)
+
+    def _solved(self, reward: float, info: Any) -> bool:
+        flag = info.get("success", info.get("is_success")) if isinstance(info, Mapping) else None
+        return bool(flag) if flag is not None else reward > self.config.success_threshold
 
     def render(self) -> str:
         return self._observation or "No task: call reset first."
@@ -191,10 +402,16 @@ class DiscreteGymnasiumEnv(GymnasiumEnv):
 
 
 def _build(config: GymnasiumConfig, env: Any | None = None) -> GymnasiumEnv:
-    built = GymnasiumEnv(config, env)
-    if not config.parse and isinstance(built._env.action_space, built._spaces.Discrete):
-        return DiscreteGymnasiumEnv(config, built._env)  # the finite action set, on the same Gymnasium env
-    return built
+    spaces = _gymnasium().spaces
+    owned = env is None
+    wrapped = _make_gym(config) if owned else env
+    try:
+        discrete = not config.parse and isinstance(wrapped.action_space, spaces.Discrete)
+    except Exception as exc:  # noqa: BLE001 - foreign code
+        if owned:
+            _close_quietly(wrapped, config.id)
+        raise ValueError(f"{config.id}: the action space cannot be read: {_one_line(exc)}") from exc
+    return (DiscreteGymnasiumEnv if discrete else GymnasiumEnv)(config, wrapped, _owned=owned)
 
 
 def from_gymnasium(id_or_env: str | Any, **config: Any) -> GymnasiumEnv:

@@ -87,6 +87,10 @@ class PromptText(NamedTuple):
 class Env(Protocol):
     """A text environment. One instance runs one trajectory at a time.
 
+    Optional methods the engine uses where an environment has them are capabilities
+    (:mod:`arlkit.envs.capabilities`): ``close()`` when a trajectory ends, ``set_budget(T)`` before
+    each reset, and the oracle, snapshot and step-quality methods of the analyses.
+
     Attributes:
         name: registry name (``"frozenlake"``).
         t_max: the task family's full turn budget T_max.

@@ -27,7 +27,7 @@ import numpy as np
 from arlkit.config import MOVED_KEYS, ConfigError, EnvSpec, config_to_plain, flat_plain, identity_plain
 from arlkit.budgets import EVAL_BUDGETS, check_budget, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
-from arlkit.envs.capabilities import summary_notes, supports_function_calling
+from arlkit.envs.capabilities import close_env, summary_notes, supports_function_calling
 from arlkit.envs.registry import make
 from arlkit.metrics.cost import cost_by_policy
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table
@@ -211,6 +211,7 @@ def run_eval(
     *,
     on_progress: Callable[[int, int], None] | None = None,
     stats: EngineStats | None = None,
+    on_start: Callable[[Env], None] | None = None,
 ) -> EvalResult:
     """Run (or resume) an evaluation into ``out`` and write its files.
 
@@ -219,9 +220,13 @@ def run_eval(
         out: run directory; created if needed.
         on_progress: called as ``on_progress(done, total)`` after each finished trajectory.
         stats: live engine counters to update (turns/s, requests in flight), e.g. for a progress line.
+        on_start: called with the environment once it is built, before any policy (the CLI prints
+            what loading its tasks did).
     """
     out = Path(out)
     probe = make(config.env.name, **config.env.args)
+    if on_start:
+        on_start(probe)
     budgets = resolve_budgets(config.budgets, probe.t_max)
     ks = list(config.ks) if config.ks else default_ks(config.samples)
     native = config.prompt.tool_calls == "native"
@@ -313,6 +318,7 @@ def run_eval(
         f"{config.prompt.budget_mode} budgets, T_max = {probe.t_max})"
     )
     write_eval_report(out, rows, title=title, notes=result.notes)
+    close_env(probe)
     if config.wandb:
         _log_to_wandb(config, out, rows)
     return result

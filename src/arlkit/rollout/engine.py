@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
-from arlkit.envs.capabilities import steps_block
+from arlkit.envs.capabilities import Closable, close_env, steps_block
 from arlkit.envs.protocol import Env, Task
 from arlkit.policies.protocol import Policy, Reply, Request
 from arlkit.rollout.dispatch import EngineStats, policy_caller
@@ -205,13 +205,17 @@ async def arun_starts(
         start = starts[index]
         env = start.make_env()
         blocking = steps_block(env)
-        live = await on_env(blocking, start.begin, env)
-        while live.trajectory.ended_by is None:
-            request = next_request(live)
-            reply = await caller.submit(index, request)
-            before = len(live.trajectory.turns)
-            await on_env(blocking, record_reply, live, request, reply, keep_prompts)
-            stats.turns += len(live.trajectory.turns) - before
+        try:
+            live = await on_env(blocking, start.begin, env)
+            while live.trajectory.ended_by is None:
+                request = next_request(live)
+                reply = await caller.submit(index, request)
+                before = len(live.trajectory.turns)
+                await on_env(blocking, record_reply, live, request, reply, keep_prompts)
+                stats.turns += len(live.trajectory.turns) - before
+        finally:  # what the environment holds for the trajectory (a shell session), however it ended
+            if isinstance(env, Closable):
+                await asyncio.shield(on_env(blocking, close_env, env))
         return live
 
     results: list[LiveTrajectory | None] = [None] * len(starts)

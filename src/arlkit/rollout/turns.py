@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arlkit.envs.capabilities import MissingCapability, state_key_of, supports_function_calling
+from arlkit.envs.capabilities import MissingCapability, announce_budget, state_key_of, supports_function_calling
 from arlkit.envs.parsing import valid_utf8
 from arlkit.envs.protocol import Env, ParsedAction, StepResult, Task
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, Reply, Request
@@ -36,7 +36,9 @@ def start_trajectory(
     env: Env, task: Task, *, sample: int, budget: int, env_seed: int, policy_seed: int, group: str | None,
     policy_name: str, prompt: PromptConfig,
 ) -> LiveTrajectory:
-    """Reset ``env`` on ``task`` and open the trajectory's record."""
+    """Reset ``env`` on ``task`` (telling it the announced budget first, where it asks:
+    :class:`~arlkit.envs.capabilities.AnnouncedBudget`) and open the trajectory's record."""
+    announce_budget(env, budget if prompt.budget_mode == "announced" else None)
     first = env.reset(task, env_seed)
     trajectory = Trajectory(
         env=env.name,

@@ -33,7 +33,7 @@ from arlkit.sandbox import seccomp
 from arlkit.sandbox.config import ISOLATION_LEVELS, SandboxConfig, level_rank
 from arlkit.sandbox.fsview import Op, etc_files, order_ops, system_view
 
-__all__ = ["LaunchPlan", "available_levels", "build_plan", "is_root", "resolve_level", "seccomp_filter"]
+__all__ = ["LaunchPlan", "NestedProgram", "available_levels", "build_plan", "is_root", "resolve_level", "seccomp_filter"]
 
 WORKDIR = "/tmp/work"
 INPUT_MOUNT = "/tmp/.input"
@@ -54,6 +54,26 @@ def seccomp_filter() -> bytes:
         return seccomp.build_filter()
     except ValueError:
         return b""
+
+
+@dataclass(frozen=True)
+class NestedProgram:
+    """A program the launcher starts beside the run's own, in pid and mount namespaces of its own.
+
+    Attributes:
+        argv: the program (an absolute executable path first).
+        env: its whole environment.
+        private_dirs: folders (beside ``/tmp``) that get a fresh tmpfs on its side, so that it
+            cannot see what the run's own program keeps there; every other mount is shared.
+        nosymfollow_dirs: shared folders where the run's own program follows no symbolic link
+            (mounted ``nosymfollow`` on its side; ``readlink`` still works), so that a link the
+            nested program plants there at any moment cannot lead it into its private folders.
+    """
+
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    private_dirs: tuple[str, ...] = ()
+    nosymfollow_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,7 +145,7 @@ def _view(config: SandboxConfig, run_dir: str, uid: int | None) -> tuple[list[Op
     return [("bind", input_dir, INPUT_MOUNT) if op[1] == _RUN_INPUT else op for op in order_ops(ops)], empty
 
 
-def _bwrap_args(ops: list[Op], empty_file: str) -> list[str]:
+def _bwrap_args(ops: list[Op], empty_file: str, proc_read_only: bool = True) -> list[str]:
     args: list[str] = []
     for op in ops:
         kind = op[0]
@@ -147,8 +167,10 @@ def _bwrap_args(ops: list[Op], empty_file: str) -> list[str]:
             args += ["--ro-bind", empty_file, op[1]]
         else:
             raise ValueError(f"unknown view step {kind!r}")
-    # /proc read-only: no process can open another's /proc/<pid>/mem for writing (EROFS)
-    return args + ["--remount-ro", "/proc", "--remount-ro", "/"]
+    # /proc read-only: no process can open another's /proc/<pid>/mem for writing (EROFS). A
+    # launcher that makes nested user namespaces needs it writable for their maps; every program
+    # then runs in a nested pid namespace with a read-only /proc of its own.
+    return args + (["--remount-ro", "/proc"] if proc_read_only else []) + ["--remount-ro", "/"]
 
 
 def build_plan(
@@ -159,9 +181,14 @@ def build_plan(
     env: dict[str, str],
     uid: int | None,
     status_fd: int,
+    nested: NestedProgram | None = None,
 ) -> LaunchPlan:
-    """The command that runs ``argv`` at ``level``; ``run_dir/in`` holds the input files."""
+    """The command that runs ``argv`` at ``level``; ``run_dir/in`` holds the input files. With
+    ``nested``, the launcher also starts that program in namespaces of its own (a namespaced
+    level only; ``docs/sandbox.md``, "A program beside a nested one")."""
     level_rank(level)
+    if nested is not None and level == "none":
+        raise ValueError("a nested program needs a namespaced isolation level")
     input_dir = os.path.join(run_dir, "in")
     gid = uid
     if uid is not None:
@@ -185,7 +212,16 @@ def build_plan(
         "seccomp": seccomp_filter(),
         "argv": argv,
         "env": env,
+        "loopback": level == "unshare",
+        "nest": None,
     }
+    if nested is not None:
+        size = config.tmpfs_mb * 1024 * 1024
+        spec["nest"] = {
+            "argv": list(nested.argv), "env": dict(nested.env), "userns": not is_root(),
+            "tmpfs": [[path, size, 0o1777, 65536] for path in ("/tmp", *nested.private_dirs)],
+            "nosymfollow": list(nested.nosymfollow_dirs),
+        }
 
     def launcher() -> list[str]:
         return [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, marshal.dumps(spec).hex(), str(status_fd)]
@@ -207,7 +243,8 @@ def build_plan(
         return LaunchPlan(wrapper + launcher(), run_dir, WORKDIR)
     args = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     args += ["--die-with-parent", "--new-session"]
-    args += _bwrap_args(ops, empty_file) + ["--chdir", "/tmp"]
+    nested_userns = nested is not None and not is_root()
+    args += _bwrap_args(ops, empty_file, proc_read_only=not nested_userns) + ["--chdir", "/tmp"]
     if is_root():
         for cap in _BWRAP_ROOT_CAPS:
             args += ["--cap-add", cap]
@@ -215,7 +252,9 @@ def build_plan(
         # CAP_SYS_ADMIN until it drops every capability) remounts them with nr_inodes.
         spec["mounts"] = [["remount_inodes", op[1], op[2], op[4]] for op in ops if op[0] == "tmpfs"]
     else:
-        args += ["--unshare-user", "--disable-userns"]
+        # a nested program needs user namespaces of its own (the capabilities to mount); the
+        # seccomp filter still refuses new user namespaces to every program
+        args += ["--unshare-user"] + ([] if nested_userns else ["--disable-userns"])
     return LaunchPlan(args + ["--"] + launcher(), run_dir, WORKDIR)
 
 

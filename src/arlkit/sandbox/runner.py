@@ -23,7 +23,8 @@ from typing import BinaryIO
 
 from arlkit.sandbox.cgroup import RunCgroup, find_parent
 from arlkit.sandbox.config import SandboxConfig
-from arlkit.sandbox.isolation import build_plan, resolve_level, seccomp_filter
+from arlkit.sandbox.isolation import NestedProgram, build_plan, resolve_level, seccomp_filter
+from arlkit.sandbox.process import SandboxProcess, kill_group
 from arlkit.sandbox.result import SandboxError, SandboxResult, SandboxUnavailable, classify
 from arlkit.sandbox.slots import acquire_uid
 
@@ -146,7 +147,48 @@ class Sandbox:
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        files: Mapping[str, str | bytes] | None = None,
+        nested: NestedProgram | None = None,
+    ) -> SandboxProcess:
+        """Start ``argv`` (as :meth:`run` does) and leave it running: the caller talks to it
+        through its standard input and output and ends it with :meth:`SandboxProcess.close`.
+        No wall clock applies; the caller keeps its own deadlines. With ``nested``, the launcher
+        also starts that program in pid and mount namespaces of its own
+        (:class:`~arlkit.sandbox.isolation.NestedProgram`); ``argv`` reaches it through the
+        pipes named in ``$ARLKIT_NEST_FDS``."""
+        if not argv or not os.path.isabs(argv[0]):
+            raise ValueError(f"argv[0] must be an absolute path, got {list(argv)[:1]!r}")
+        run_dir = tempfile.mkdtemp(prefix="arlkit-sbx-")
+        stack = contextlib.ExitStack()
+        stack.callback(shutil.rmtree, run_dir, ignore_errors=True)
+        try:
+            self._stage(run_dir, files or {}, b"")
+            uid = stack.enter_context(acquire_uid(self.config, self.isolation))
+            return SandboxProcess.launch(self, stack, run_dir, list(argv), uid, nested)
+        except BaseException:
+            stack.close()
+            raise
+
     # -- internals -------------------------------------------------------------------------------
+    def _prepare(
+        self, run_dir: str, argv: list[str], uid: int | None, status_fd: int, nested: NestedProgram | None = None
+    ) -> tuple[list[str], str, dict[str, str], RunCgroup | None]:
+        """The command line, its working directory and environment, and the run's cgroup (or ``None``)."""
+        env = minimal_env("/tmp/work" if self.isolation != "none" else os.path.join(run_dir, "in"))
+        plan = build_plan(self.isolation, self.config, run_dir, argv, env, uid, status_fd, nested)
+        if self._cgroup_parent is None:
+            return plan.argv, plan.cwd, env, None
+        try:
+            pids = self.config.max_processes + _WRAPPER_PIDS * (2 if nested else 1)
+            cgroup = RunCgroup(self._cgroup_parent, self.config.memory_mb * 1024 * 1024, pids)
+        except OSError as exc:
+            raise SandboxError(f"cannot create the run's cgroup under {self._cgroup_parent}: {exc}") from exc
+        return cgroup.join_prefix() + plan.argv, plan.cwd, env, cgroup
+
     def _stage(self, run_dir: str, files: Mapping[str, str | bytes], stdin: str | bytes) -> str:
         os.chmod(run_dir, 0o700)
         input_dir = os.path.join(run_dir, "in")
@@ -172,21 +214,11 @@ class Sandbox:
         cgroup: RunCgroup | None = None
         oom_killed = False
         try:
-            env = minimal_env("/tmp/work" if self.isolation != "none" else os.path.join(run_dir, "in"))
-            plan = build_plan(self.isolation, self.config, run_dir, argv, env, uid, status_w)
-            prefix: list[str] = []
-            if self._cgroup_parent is not None:
-                try:
-                    cgroup = RunCgroup(
-                        self._cgroup_parent, self.config.memory_mb * 1024 * 1024, self.config.max_processes + _WRAPPER_PIDS
-                    )
-                except OSError as exc:
-                    raise SandboxError(f"cannot create the run's cgroup under {self._cgroup_parent}: {exc}") from exc
-                prefix = cgroup.join_prefix()
+            command, cwd, env, cgroup = self._prepare(run_dir, argv, uid, status_w)
             start = time.monotonic()
             proc = subprocess.Popen(
-                prefix + plan.argv,
-                cwd=plan.cwd,
+                command,
+                cwd=cwd,
                 stdin=stdin_file,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -199,7 +231,7 @@ class Sandbox:
             try:
                 out, err, timed_out, exceeded = self._watch(proc, start + wall, cap)
             finally:
-                _kill_group(proc)
+                kill_group(proc)
                 proc.wait()
                 assert proc.stdout is not None and proc.stderr is not None
                 proc.stdout.close()
@@ -295,14 +327,6 @@ def _pidfd(pid: int) -> int | None:
         return int(opener(pid))
     except OSError:
         return None
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGKILL the wrapper's whole process group (a pid namespace then dies with its init)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
 
 
 def _decode_status(code: int | None, level: str) -> tuple[int | None, int | None]:

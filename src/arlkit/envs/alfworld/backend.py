@@ -40,7 +40,7 @@ from arlkit.envs.alfworld import planner
 __all__ = ["ALFWORLD_PIN", "INSTALL_HINT", "Backend", "BackendPool", "GameView", "POOL", "modules"]
 
 ALFWORLD_PIN = "alfworld==0.4.2"
-INSTALL_HINT = f"pip install 'arlkit[alfworld]' (or `make install`; {ALFWORLD_PIN} builds fast-downward with cmake and g++)"
+INSTALL_HINT = f"pip install 'arlkit[alfworld]' (or `make install-extras`; {ALFWORLD_PIN} builds fast-downward with cmake and g++)"
 _ENGINE_LOCK = threading.Lock()
 _MODULES: dict[str, Any] = {}
 

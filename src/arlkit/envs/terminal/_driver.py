@@ -1,10 +1,11 @@
-"""Runs one shell command, or a task's check, on a task folder inside the sandbox (staged as ``main.py``; not imported).
+"""Runs one shell command, a task's check, or the check side of a session, on a task folder inside the sandbox (staged as ``main.py``; not imported).
 
 Standard input carries one JSON request: ``nonce``, ``root`` (the task folder, ``/app``), ``cwd``,
 ``timeout_s``, ``keep_bytes``, ``max_output_bytes``, ``max_archive_bytes`` and, for a check,
-``steps`` (each ``{"run": script, "exit": status}``). The working directory holds
+``steps`` (each ``{"run": script, "exit": status or null}``). The working directory holds
 ``workspace.tar`` (the task folder so far), ``command.sh`` (a command) and, for a check,
-``support.tar`` (files unpacked under ``$ARLKIT_SUPPORT``, outside the task folder). The driver
+``support.tar`` (the task's tests, unpacked at ``/tests``, outside the task folder; ``/logs/verifier``
+is made empty for a reward file). The driver
 reads them into memory, deletes them, makes itself non-dumpable (a program running under the same
 uid can then neither read its memory nor write to its stdout through ``/proc``), and unpacks the
 task folder.
@@ -22,6 +23,15 @@ each in a fresh bash in the task folder with a clean environment (a new empty ``
 not the one expected. After each step every other process in the sandbox is killed, so nothing a
 step started survives into the next. The line carries each step's exit status and output; the
 expected outputs stay in the parent, which compares them.
+
+In session mode (``session`` in the request; docs/sandbox.md, "Persistent sessions") the driver is
+the check side of a persistent session: the agent's shell (:mod:`arlkit.envs.terminal._shell`)
+runs beside it in namespaces of its own, reached through the pipes in ``$ARLKIT_NEST_FDS``. After
+setting the shell up, the driver answers one request per line until its input closes: ``command``
+(relayed to the shell; the reply adds the folder's content hash), ``check`` (the steps above, run
+on the live folder, with the tests unpacked at ``/tests``) and ``archive`` (the folder as it is).
+A command that kills the shell's side is answered ``session_lost`` with the folder, from which the
+parent starts a new session.
 """
 
 import base64
@@ -41,7 +51,8 @@ _CWD_FILE = "/tmp/.arlkit-cwd"
 _COMMAND_FILE = "/tmp/.arlkit-command.sh"
 _RUNNER = 'trap \'pwd > {cwd_file}\' EXIT\ncd "$ARLKIT_CWD" 2>/dev/null || cd "$ARLKIT_ROOT"\n. {command_file}\n'
 _BIN_DIR = "/tmp/.arlkit-bin"
-_SUPPORT_DIR = "/tmp/.arlkit-support"  # files a checker needs beside the task folder (Terminal-Bench tests)
+_SUPPORT_DIR = "/tests"  # the task's tests (Terminal-Bench, Harbor), a scratch folder of the check's sandbox
+_REWARD_DIR = "/logs/verifier"  # where a Harbor test script writes reward.txt or reward.json
 
 
 def _non_dumpable():
@@ -167,17 +178,16 @@ def _final_cwd(root):
     return (cwd, False) if inside and os.path.isdir(cwd) else (root, True)
 
 
-def _sweep():
-    """Kill every process of this uid in the sandbox but this one; whether none is left.
-
-    Only in a fresh pid namespace (where this driver has one of the first pids): ``kill(-1)``
-    elsewhere would reach the caller's other processes, so there it kills nothing and says no."""
-    if os.getpid() > 16:
-        return False
-    me = os.getpid()
+def _kill_others():
+    """SIGKILL every process this one may signal (``kill(-1)``: all of its pid namespace but
+    itself and the init), reaping its own children, until none is left (``True``) or two seconds
+    have passed (``False``). Only in a fresh pid namespace: elsewhere it would reach the caller's
+    other processes."""
     for _ in range(200):
         try:
             os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            return True
         except OSError:
             pass
         try:
@@ -185,10 +195,18 @@ def _sweep():
                 pass
         except ChildProcessError:
             pass
-        if not _others_alive(me):
-            return True
         time.sleep(0.01)
     return False
+
+
+def _sweep():
+    """Kill every process of this uid in the sandbox but this one; whether none is left.
+
+    Only in a fresh pid namespace (where this driver has one of the first pids): ``kill(-1)``
+    elsewhere would reach the caller's other processes, so there it kills nothing and says no."""
+    if os.getpid() > 16:
+        return False
+    return _kill_others() and not _others_alive(os.getpid())
 
 
 def _others_alive(me):
@@ -241,11 +259,12 @@ def _read_inputs():
 def _base_env(root, bin_dir):
     """The launcher's minimal environment (nothing a program set) with ``python3`` on the path."""
     os.makedirs(bin_dir, exist_ok=True)
-    if not os.path.exists("/usr/bin/python3") and not os.path.exists("/usr/local/bin/python3"):
-        os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+    for name in ("python3", "python"):  # the sandbox's interpreter, where the system has none by that name
+        if not any(os.path.exists(os.path.join(d, name)) for d in ("/usr/bin", "/usr/local/bin", "/bin")):
+            os.symlink(sys.executable, os.path.join(bin_dir, name))
     env = dict(os.environ)
     env.update(PATH=bin_dir + ":" + os.environ.get("PATH", "/usr/bin:/bin"), ARLKIT_ROOT=root,
-               ARLKIT_SUPPORT=_SUPPORT_DIR, ARLKIT_PYTHON=sys.executable,
+               ARLKIT_PYTHON=sys.executable,
                # the task folder's mount belongs to root: tell git to trust it (command scope)
                GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="safe.directory", GIT_CONFIG_VALUE_0="*")
     return env
@@ -288,16 +307,87 @@ def _check(request, root):
         for name in ("BASH_ENV", "ENV", "CDPATH", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONHOME"):
             env.pop(name, None)
         env.update(HOME=tempfile.mkdtemp(prefix="home-", dir="/tmp"), TMPDIR=tempfile.mkdtemp(prefix="tmp-", dir="/tmp"),
-                   PWD=root, PYTHONNOUSERSITE="1", TEST_DIR=_SUPPORT_DIR + "/tests",
+                   PWD=root, PYTHONNOUSERSITE="1", TEST_DIR=_SUPPORT_DIR,
                    GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
         outcome = _run(step["run"], env, request, remaining)
         if not _sweep():  # a survivor could change what the next steps see: no verdict
             return {"error": "a process the check started could not be stopped"}
         links_out += _drop_links_out(root)  # nor may a link a step's program made lead the next ones out
         steps.append(outcome)
-        if outcome["exit_code"] != int(step.get("exit", 0)):
+        if outcome["timed_out"] or (step.get("exit") is not None and outcome["exit_code"] != int(step["exit"])):
             break
     return {"steps": steps, "links_out": links_out}
+
+
+def _digest(root, max_archive_bytes):
+    """The task folder's content hash (the parent's state key) and whether it is past its limit."""
+    import hashlib
+
+    archive = pack_folder(root)
+    return {"digest": hashlib.sha256(archive).hexdigest()[:16], "over_limit": len(archive) > max_archive_bytes}
+
+
+class _ShellLink:
+    """The session's shell (:mod:`arlkit.envs.terminal._shell`), reached through the launcher's pipes."""
+
+    def __init__(self):
+        to_shell, from_shell = (int(fd) for fd in os.environ.pop("ARLKIT_NEST_FDS").split(","))
+        self.write_fd, self.read_fd = to_shell, from_shell
+        self.buffer = b""
+
+    def ask(self, message, timeout_s):
+        """Send one request; its reply, or ``None`` when the shell is gone or silent past ``timeout_s``."""
+        try:
+            os.write(self.write_fd, (json.dumps(message) + "\n").encode())
+        except OSError:
+            return None
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.read_fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(self.read_fd, 65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            return None
+        return reply if isinstance(reply, dict) else None
+
+
+def _session(request, root):
+    """Session mode: the check side of a persistent session. Sets up the shell, then answers one
+    request per line (``command``, ``check``, ``archive``) until standard input closes."""
+    link = _ShellLink()
+    env = _base_env(root, _BIN_DIR)
+    env.update(HOME=root, PWD=request["cwd"])
+    links = {os.path.join(_BIN_DIR, n): sys.executable for n in ("python3", "python") if os.path.lexists(os.path.join(_BIN_DIR, n))}
+    yield {"ready": link.ask({"env": env, "cwd": request["cwd"], "links": links}, 30.0) is not None}
+    for line in sys.stdin:
+        ask = {**json.loads(line), "root": root}
+        try:
+            yield _answer(link, ask, root)
+        except (OSError, ValueError, KeyError, tarfile.TarError) as exc:
+            yield {"error": "the session could not answer: %s" % exc}
+
+
+def _answer(link, ask, root):
+    if ask["op"] == "command":
+        relay = {k: ask[k] for k in ("command", "timeout_s", "keep_bytes", "max_output_bytes")}
+        reply = link.ask(relay, float(ask["timeout_s"]) + 10.0)
+        if reply is None:  # a command killed the shell's driver: the parent starts a new session
+            return {"error": "session_lost", "archive": base64.b64encode(pack_folder(root)).decode("ascii")}
+        reply.update(_digest(root, int(ask["max_archive_bytes"])))
+        return reply
+    if ask["op"] == "check":
+        if ask.get("support"):
+            _unpack(base64.b64decode(ask["support"]), _SUPPORT_DIR)
+        os.makedirs(_REWARD_DIR, exist_ok=True)
+        return _check(ask, root)
+    return {"archive": base64.b64encode(pack_folder(root)).decode("ascii")}
 
 
 def main():
@@ -310,13 +400,19 @@ def main():
         _unpack(staged.get("workspace.tar", b""), root)
         if staged.get("support.tar"):
             _unpack(staged["support.tar"], _SUPPORT_DIR)
+        if "steps" in request and os.path.isdir(os.path.dirname(_REWARD_DIR)):
+            os.makedirs(_REWARD_DIR, exist_ok=True)
     except (tarfile.TarError, OSError, ValueError) as exc:
         result["error"] = "the task folder could not be restored: %s" % exc
         print(nonce, json.dumps(result), flush=True)
+        return
+    if request.get("session"):
+        for reply in _session(request, root):
+            print(nonce, json.dumps(reply), flush=True)
         return
     result.update(_check(request, root) if "steps" in request else _command(request, staged, root))
     print(nonce, json.dumps(result), flush=True)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:] != ["shell"]:  # "shell": _shell.py's source follows this one
     main()

@@ -9,14 +9,16 @@ driver sends back each step's exit status and output, and :func:`run_check` comp
 a program the check runs can change only its own step's output, never the checker, another step
 or the verdict (docs/sandbox.md, "What a checker may assume").
 
-A step passes when its exit status is ``exit`` and, where given, its standard output is exactly
-``stdout`` (bytes for bytes, as ``cmp`` compares a file) or, with trailing newlines removed, is
-``line`` (as the shell's ``"$(...)"`` reads one value). The check passes when every step passes;
-it stops at the first step whose exit status is wrong.
+A step passes when its exit status is ``exit`` (any status when ``exit`` is ``None``) and, where
+given, its standard output is exactly ``stdout`` (bytes for bytes, as ``cmp`` compares a file) or,
+with trailing newlines removed, is ``line`` (as the shell's ``"$(...)"`` reads one value). A
+``reward`` step prints a number (Harbor's ``reward.txt``): it passes when the number is at least 1.
+The check passes when every step passes; it stops at the first step whose exit status is wrong.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,9 +26,11 @@ from typing import Any
 from arlkit.envs.terminal.workspace import CommandLimits, exchange
 from arlkit.sandbox import Sandbox
 
-__all__ = ["CheckResult", "CheckStep", "StepOutcome", "decode_steps", "encode_steps", "parse_steps", "run_check"]
+__all__ = [
+    "CheckResult", "CheckStep", "StepOutcome", "decode_steps", "encode_steps", "judge_check", "parse_steps", "run_check",
+]
 
-_KEYS = {"run", "exit", "stdout", "line"}
+_KEYS = {"run", "exit", "stdout", "line", "reward"}
 
 
 @dataclass(frozen=True)
@@ -35,19 +39,24 @@ class CheckStep:
 
     Attributes:
         run: a bash script, run in ``/app``.
-        exit: the exit status it must end with.
+        exit: the exit status it must end with (``None``: any).
         stdout: its whole standard output, exactly (``None``: not compared).
         line: its standard output with trailing newlines removed (``None``: not compared).
+        reward: its standard output is a number, the task's reward; the step passes when it is at
+            least 1 (a partial reward is not a success).
     """
 
     run: str
-    exit: int = 0
+    exit: int | None = 0
     stdout: str | None = None
     line: str | None = None
+    reward: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"run": self.run, "exit": self.exit}
         out.update({k: v for k, v in (("stdout", self.stdout), ("line", self.line)) if v is not None})
+        if self.reward:
+            out["reward"] = True
         return out
 
 
@@ -94,8 +103,9 @@ class CheckResult:
 
 
 def parse_steps(data: Any, where: str) -> tuple[CheckStep, ...]:
-    """A check from its YAML form: a list of mappings with ``run`` and optionally ``exit``,
-    ``stdout``, ``line`` (``ValueError`` naming the step and the problem)."""
+    """A check from its YAML form: a list of mappings with ``run`` and optionally ``exit`` (a
+    status, or ``any``), ``stdout``, ``line``, ``reward`` (``ValueError`` naming the step and the
+    problem)."""
     if not isinstance(data, list) or not data:
         raise ValueError(f"{where}: a check is a non-empty list of steps, each with a 'run' script")
     steps = []
@@ -106,13 +116,19 @@ def parse_steps(data: Any, where: str) -> tuple[CheckStep, ...]:
         if unknown:
             raise ValueError(f"{where}: step {i} has unknown keys {unknown}; valid keys: {', '.join(sorted(_KEYS))}")
         exit_code = item.get("exit", 0)
-        if not isinstance(exit_code, int) or isinstance(exit_code, bool) or not 0 <= exit_code <= 255:
-            raise ValueError(f"{where}: step {i}: 'exit' must be a status from 0 to 255")
+        if exit_code == "any":
+            exit_code = None
+        elif not isinstance(exit_code, int) or isinstance(exit_code, bool) or not 0 <= exit_code <= 255:
+            raise ValueError(f"{where}: step {i}: 'exit' must be a status from 0 to 255, or 'any'")
         expected = {k: item.get(k) for k in ("stdout", "line")}
         for key, value in expected.items():
             if value is not None and not isinstance(value, str | int | float):
                 raise ValueError(f"{where}: step {i}: {key!r} must be text")
-        steps.append(CheckStep(item["run"], exit_code, *(None if v is None else str(v) for v in expected.values())))
+        reward = item.get("reward", False)
+        if not isinstance(reward, bool):
+            raise ValueError(f"{where}: step {i}: 'reward' must be true or false")
+        texts = (None if v is None else str(v) for v in expected.values())
+        steps.append(CheckStep(item["run"], exit_code, *texts, reward=reward))
     return tuple(steps)
 
 
@@ -123,14 +139,27 @@ def _judge(step: CheckStep, fields: Mapping[str, Any], kept: int) -> StepOutcome
     why = ""
     if fields.get("timed_out"):
         why = "ran past the check's time limit"
-    elif exit_code != step.exit:
+    elif step.exit is not None and exit_code != step.exit:
         why = f"exit status {exit_code}, expected {step.exit}"
     elif step.stdout is not None and not (whole and stdout == step.stdout):
         why = "its output differs from the expected output"
     elif step.line is not None and not (whole and stdout.rstrip("\n") == step.line):
         why = "its output differs from the expected line"
+    elif step.reward:
+        why = _reward_shortfall(stdout if whole else "")
     return StepOutcome(step.run, not why, why, exit_code if isinstance(exit_code, int) else None, stdout[:kept],
                        str(fields.get("stderr", ""))[:kept])
+
+
+def _reward_shortfall(text: str) -> str:
+    """Why the printed reward ``text`` is not a success ('' when it is a number >= 1)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return "it printed no reward (a number)"
+    if not math.isfinite(value):
+        return f"the reward {text.strip()!r} is not a finite number"
+    return "" if value >= 1.0 else f"the reward is {value:g}, below 1"
 
 
 def run_check(
@@ -141,8 +170,8 @@ def run_check(
     limits: CommandLimits,
     support: bytes = b"",
 ) -> CheckResult:
-    """Run the check ``steps`` on the task folder ``archive`` (with ``support`` files unpacked under
-    ``$ARLKIT_SUPPORT``); never raises on anything the folder holds."""
+    """Run the check ``steps`` on the task folder ``archive`` (with the ``support`` archive, the
+    task's tests, unpacked at ``/tests``); never raises on anything the folder holds."""
     longest = max((len((s.stdout or s.line or "").encode()) for s in steps), default=0)
     keep = max(limits.keep_bytes, longest + 64)
     request = {
@@ -154,8 +183,16 @@ def run_check(
         files["support.tar"] = support
     fields, error, duration_s = exchange(sandbox, request, files, timeout_s=limits.timeout_s,
                                          max_output_bytes=len(steps) * 12 * keep + 65536)
-    if fields is None or fields.get("error"):
-        return CheckResult(False, error=error or str(fields and fields["error"]), duration_s=duration_s)
+    if fields is None:
+        return CheckResult(False, error=error, duration_s=duration_s)
+    return judge_check(steps, fields, keep, duration_s)
+
+
+def judge_check(steps: Sequence[CheckStep], fields: Mapping[str, Any], keep: int, duration_s: float) -> CheckResult:
+    """The verdict on what the driver sent back for ``steps`` (``fields``: its JSON object; the
+    first ``keep`` bytes of each step's output kept)."""
+    if fields.get("error"):
+        return CheckResult(False, error=str(fields["error"]), duration_s=duration_s)
     ran = fields.get("steps")
     if not isinstance(ran, list) or not all(isinstance(r, dict) for r in ran) or len(ran) > len(steps):
         return CheckResult(False, error="the check's result could not be read", duration_s=duration_s)
@@ -171,5 +208,9 @@ def encode_steps(steps: Sequence[CheckStep]) -> list[dict[str, Any]]:
 
 def decode_steps(data: Sequence[Mapping[str, Any]]) -> tuple[CheckStep, ...]:
     """The inverse of :func:`encode_steps`."""
-    return tuple(CheckStep(str(d["run"]), int(d.get("exit", 0)), d.get("stdout"), d.get("line")) for d in data)
+    def exit_status(d: Mapping[str, Any]) -> int | None:
+        return None if d.get("exit", 0) is None else int(d.get("exit", 0))
+
+    return tuple(CheckStep(str(d["run"]), exit_status(d), d.get("stdout"), d.get("line"), bool(d.get("reward")))
+                 for d in data)
 

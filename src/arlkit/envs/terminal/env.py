@@ -4,14 +4,16 @@ Episode semantics:
 
 - The task folder is ``/app`` inside the sandbox; each trajectory works on its own copy (kept by
   the environment as an archive, :mod:`arlkit.envs.terminal.workspace`). Observation 0 lists it.
-- Each action is one shell command (bash; a multi-line script counts as one command), run in a
-  fresh sandbox on the folder as the previous command left it, starting in the directory where
-  the previous command ended (when that is inside ``/app``). Files persist; environment
-  variables, shell functions and processes do not: whatever a command leaves running is stopped
-  when it returns (the observation says so). The observation is the exit code and the first
+- Each action is one shell command (bash; a multi-line script counts as one command). Stateless
+  (``session``): it runs in a fresh sandbox on the folder as the previous command left it,
+  starting in the directory where the previous command ended (when that is inside ``/app``);
+  files persist, environment variables, shell functions and processes do not (whatever a command
+  leaves running is stopped when it returns; the observation says so). Persistent: one shell lives
+  for the whole trajectory (:mod:`arlkit.envs.terminal.session`), so all of them carry over. The observation is the exit code and the first
   ``output_chars`` characters of stdout and of stderr, with how much was cut.
 - ``submit`` ends the episode: the task's check runs on a copy of the folder in a sandbox of its
-  own (:mod:`arlkit.envs.terminal.checker`; hidden from the agent); every step passing is success
+  own (:mod:`arlkit.envs.terminal.checker`; hidden from the agent), or, in a persistent session,
+  beside the live shell out of its reach; every step passing is success
   (reward 1). An episode that runs out of turns without ``submit`` scores 0, like one whose check
   fails.
 - Invalid actions (no action, an empty or over-long command, anything after the end) change
@@ -27,17 +29,20 @@ of docs/metrics.md#upper-bound.
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from arlkit.envs.answers import answer_folders
 from arlkit.envs.parsing import parse_tagged_action
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.terminal.checker import CheckResult, run_check
-from arlkit.envs.terminal.tasks import SHIPPED_DIR, TIERS, TerminalTask, load_tasks, split_tasks
-from arlkit.envs.terminal.workspace import ROOT, CommandLimits, CommandResult, archive_digest, run_command
+from arlkit.envs.terminal.session import ShellSession
+from arlkit.envs.terminal.tasks import BENCHMARK_SOURCES, SHIPPED_DIR, TIERS, TaskSetReport, TerminalTask, load_task_set, split_tasks
+from arlkit.envs.terminal.workspace import ROOT, SCRATCH_DIRS, CommandLimits, CommandResult, archive_digest, run_command
 from arlkit.sandbox import Sandbox, SandboxConfig
 from arlkit.sandbox.config import IsolationLevel
 
@@ -53,8 +58,9 @@ class TerminalConfig:
     """Configuration of the terminal environment.
 
     Attributes:
-        data_dir: a folder of task folders (arlkit or Terminal-Bench layout, :mod:`arlkit.envs.terminal.tasks`),
-            or one task folder; empty for arlkit's shipped tasks.
+        data_dir: a folder of task folders (arlkit, Terminal-Bench or Harbor layout,
+            :mod:`arlkit.envs.terminal.tasks`), or one task folder; empty for arlkit's shipped tasks.
+            A folder that cannot load is skipped (:attr:`TerminalEnv.load_report` says why).
         tiers: keep only tasks of these tiers (shipped: files, text, build); empty keeps all.
         split_seed: seeds the train/test split (:func:`~arlkit.envs.terminal.tasks.split_tasks`).
         test_fraction: share of each tier in the test split.
@@ -67,6 +73,10 @@ class TerminalConfig:
         memory_mb: memory limit of a command's sandbox.
         min_isolation: refuse to run commands below this sandbox isolation level (the task folder
             at ``/app`` needs a namespaced one).
+        session: ``stateless`` (each command in a fresh sandbox on the folder as the previous one
+            left it), ``persistent`` (one shell per trajectory: variables, the working directory and
+            background processes carry over; :mod:`arlkit.envs.terminal.session`), or ``auto``
+            (what each task declares; Terminal-Bench and Harbor tasks are persistent).
     """
 
     data_dir: str = ""
@@ -81,8 +91,11 @@ class TerminalConfig:
     max_workspace_mb: int = 8
     memory_mb: int = 1024
     min_isolation: IsolationLevel = "unshare"
+    session: Literal["auto", "stateless", "persistent"] = "auto"
 
     def __post_init__(self) -> None:
+        if self.session not in ("auto", "stateless", "persistent"):
+            raise ValueError(f"unknown session {self.session!r}; valid choices: auto, stateless, persistent")
         if self.t_max < 1:
             raise ValueError(f"t_max must be >= 1, got {self.t_max}")
         if not 0.0 < self.test_fraction < 1.0:
@@ -111,11 +124,22 @@ def format_command_result(result: CommandResult, shown: int, timeout_s: float) -
         return "The command's changes were discarded: the task folder grew past its size limit. Nothing changed."
     if result.error:
         return f"The command failed to run: {result.error}. The task folder is unchanged."
+    if result.restarted and result.shell_exited:
+        return ("The command stopped the shell session. A new session started on the task folder as it is: "
+                "variables and background processes are gone, files stay.")
     parts = [f"Exit code: {result.exit_code}"]
     if result.timed_out:
         parts.append(f"(the command ran past its {timeout_s:g} s limit and was stopped)")
     if result.output_limit:
         parts.append("(the command wrote too much output and was stopped)")
+    if result.restarted:
+        parts.append("(every process of the session was stopped and a new shell started in the same directory: "
+                     "variables and background processes are gone, files stay)")
+    elif result.shell_exited:
+        parts.append("(the command ended the shell; a new shell started in the same directory, and what ran "
+                     "in the background still runs)")
+    if result.over_limit:
+        parts.append("(the task folder is now larger than its size limit: the check will see it as it is)")
     if result.background:
         parts.append("(processes the command left running were stopped)")
     if result.stdout_bytes:
@@ -141,6 +165,7 @@ class TerminalEnv:
         self.config = config
         self.t_max = config.t_max
         self._tasks: list[TerminalTask] | None = None
+        self._report: TaskSetReport | None = None
         self._sandbox: Sandbox | None = None
         self._task: Task | None = None
         self._spec: TerminalTask | None = None
@@ -150,29 +175,46 @@ class TerminalEnv:
         self._observation = ""
         self._done = self._solved = False
         self._last_check: CheckResult | None = None
+        self._session: ShellSession | None = None
+        self._digest: str | None = None
 
     # -- tasks ---------------------------------------------------------------------------------
     def all_tasks(self) -> list[TerminalTask]:
-        """Every task of the configured set and tiers (loaded once)."""
+        """Every task of the configured set and tiers (loaded once; folders that cannot load are
+        skipped, :attr:`load_report` lists them)."""
         if self._tasks is None:
-            tasks = load_tasks(self.config.data_dir or None)
+            tasks, self._report = load_task_set(self.config.data_dir or None)
             if self.config.tiers:
                 tasks = [t for t in tasks if t.tier in self.config.tiers]
             self._tasks = tasks
         return self._tasks
 
     @property
+    def load_report(self) -> TaskSetReport | None:
+        """What loading ``data_dir`` did (tasks loaded, folders skipped and why); ``None`` for the
+        shipped tasks."""
+        self.all_tasks()
+        return self._report if self.config.data_dir else None
+
+    def summary_notes(self, tasks: Sequence[Task]) -> list[str]:
+        """The task folders of ``data_dir`` that were skipped, for ``summary.md``."""
+        report = self.load_report
+        if report is None or not report.skipped:
+            return []
+        return [f"- terminal: {report.headline()}", *(f"  - `{s.name}`: {s.reason}" for s in report.skipped)]
+
+    @property
     def splits(self) -> tuple[str, ...]:
-        """A set of Terminal-Bench tasks is a benchmark: all of it is the test split."""
+        """A set of Terminal-Bench or Harbor tasks is a benchmark: all of it is the test split."""
         return ("test",) if self._benchmark_only() else ("train", "test")
 
     def _benchmark_only(self) -> bool:
-        return bool(self.config.data_dir) and all(t.source == "terminal-bench" for t in self.all_tasks())
+        return bool(self.config.data_dir) and all(t.source in BENCHMARK_SOURCES for t in self.all_tasks())
 
     def tasks(self, split: str, n: int) -> list[Task]:
         if self._benchmark_only():
             if split != "test":
-                raise ValueError(f"a Terminal-Bench task set has only a test split (asked for {split!r})")
+                raise ValueError(f"a Terminal-Bench or Harbor task set has only a test split (asked for {split!r})")
             chosen = list(self.all_tasks())
         else:
             chosen = split_tasks(self.all_tasks(), split, self.config.split_seed, self.config.test_fraction)
@@ -189,9 +231,28 @@ class TerminalEnv:
             self._sandbox = Sandbox(SandboxConfig(
                 wall_time_s=slowest + 15.0, cpu_time_s=int(slowest) + 5, memory_mb=self.config.memory_mb,
                 max_processes=64, max_file_mb=self.config.max_workspace_mb * 2, tmpfs_mb=self.config.max_workspace_mb * 4,
-                min_isolation=self.config.min_isolation, scratch_dirs=(ROOT,), hide_paths=answer_folders(hidden),
+                min_isolation=self.config.min_isolation, scratch_dirs=SCRATCH_DIRS, hide_paths=answer_folders(hidden),
+                uid_slots=1024,  # a persistent session holds its slot for the whole trajectory
             ))
         return self._sandbox
+
+    def _persistent(self) -> bool:
+        """Whether the current task runs in a persistent shell session."""
+        if self.config.session != "auto":
+            return self.config.session == "persistent"
+        return self._require().session == "persistent"
+
+    def _live_session(self) -> ShellSession:
+        """The trajectory's shell session, started on the task folder at first use."""
+        if self._session is None:
+            self._session = ShellSession(self.sandbox, self._archive, self._cwd)
+        return self._session
+
+    def close(self) -> None:
+        """End the trajectory's shell session, if any (every process in it); idempotent."""
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def _limits(self, timeout_s: float) -> CommandLimits:
         keep = self.config.output_chars * 4 + 16
@@ -204,6 +265,8 @@ class TerminalEnv:
         return self._spec
 
     def reset(self, task: Task, seed: int) -> str:
+        self.close()
+        self._digest = None
         self._task = task
         self._spec = TerminalTask.from_payload(task.payload)
         self._archive = self._spec.archive
@@ -240,15 +303,26 @@ class TerminalEnv:
             return StepResult(message, 0.0, False, False, False)
         if command.lower() == SUBMIT:
             return self._submit(spec)
-        result = run_command(self.sandbox, self._archive, command, cwd=self._cwd, limits=self._limits(self.config.command_timeout_s))
-        if result.archive is not None:
-            self._archive, self._cwd = result.archive, result.cwd
+        limits = self._limits(self.config.command_timeout_s)
+        if self._persistent():
+            result = self._live_session().run(command, limits)
+            if result.error is None:
+                self._digest, self._cwd = result.digest, result.cwd
+        else:
+            result = run_command(self.sandbox, self._archive, command, cwd=self._cwd, limits=limits)
+            if result.archive is not None:
+                self._archive, self._cwd = result.archive, result.cwd
         self._commands.append(command)
         self._observation = format_command_result(result, self.config.output_chars, self.config.command_timeout_s)
         return StepResult(self._observation, 0.0, False, False, True)
 
     def _submit(self, spec: TerminalTask) -> StepResult:
-        result = self.check(self._archive, spec)
+        if self._persistent():
+            limits = self._limits(spec.check_timeout_s or self.config.check_timeout_s)
+            result = self._live_session().check(spec.check, spec.support, limits)
+            self.close()
+        else:
+            result = self.check(self._archive, spec)
         self._last_check = result
         self._done, self._solved = True, result.passed
         verdict = "passed" if self._solved else "failed"
@@ -256,7 +330,8 @@ class TerminalEnv:
         return StepResult(self._observation, 1.0 if self._solved else 0.0, True, self._solved, True)
 
     def check(self, archive: bytes, spec: TerminalTask | None = None) -> CheckResult:
-        """The check's verdict on the task folder ``archive`` (default task: the current one)."""
+        """The check's verdict on the task folder ``archive`` (default task: the current one), in a
+        sandbox of its own: no process of a session is there."""
         spec = spec or self._require()
         limits = self._limits(self.config.check_timeout_s)
         return run_check(self.sandbox, archive, spec.check, limits=limits, support=spec.support)
@@ -271,13 +346,21 @@ class TerminalEnv:
 
     def prompt_text(self) -> PromptText:
         spec = self._require()
+        limit = f"{self.config.command_timeout_s:g} s"
+        if self._persistent():
+            carry = ("Your shell session lasts the whole task: files, environment variables, the working directory "
+                     "and processes you start in the background (with &) carry over from one command to the next. "
+                     f"There is no network, and commands cannot read input. Each command may run {limit}; one that "
+                     "runs longer is stopped with every process of the session, and a new shell starts.")
+        else:
+            carry = ("Files you change stay changed; the next command starts in the directory where the previous one "
+                     "ended. Environment variables and background processes do not carry over, there is no network, "
+                     f"and commands cannot read input. Each command may run {limit}.")
         instruction = (
             f"You work in a Linux shell inside a sandbox, in the task folder {ROOT}. Each turn you run one shell "
-            "command (bash; a multi-line script counts as one command) and see its exit code and output. Files you "
-            "change stay changed; the next command starts in the directory where the previous one ended. "
-            "Environment variables and background processes do not carry over, there is no network, and commands "
-            f"cannot read input. Each command may run {self.config.command_timeout_s:g} s. When the task is done, "
-            f"send {SUBMIT}: a hidden checker then decides whether it is solved.\n\nTASK: {spec.instruction}"
+            f"command (bash; a multi-line script counts as one command) and see its exit code and output. {carry} "
+            f"When the task is done, send {SUBMIT}: a hidden checker then decides whether it is solved."
+            f"\n\nTASK: {spec.instruction}"
         )
         action_format = (
             "Write one shell command inside the action tags, for example <action>ls -la</action>, or "
@@ -287,24 +370,43 @@ class TerminalEnv:
 
     # -- state ---------------------------------------------------------------------------------
     def state_key(self) -> str:
+        """The task, the folder's content and the working directory; in a persistent session also
+        the commands so far (they decide which processes and variables are alive)."""
         task_id = self._task.task_id if self._task else "-"
-        return f"{task_id}@{archive_digest(self._archive)}:{self._cwd}{':done' if self._done else ''}"
+        done = ":done" if self._done else ""
+        if self._task is not None and self._persistent() and self._commands:
+            history = hashlib.sha256("\0".join(self._commands).encode()).hexdigest()[:16]
+            return f"{task_id}@{self._digest}:{self._cwd}:{history}{done}"
+        return f"{task_id}@{archive_digest(self._archive)}:{self._cwd}{done}"
 
     def snapshot(self) -> dict[str, Any]:
         return {"task": self._task, "archive": self._archive, "cwd": self._cwd, "commands": list(self._commands),
-                "observation": self._observation, "done": self._done, "solved": self._solved}
+                "observation": self._observation, "done": self._done, "solved": self._solved, "digest": self._digest}
 
     def restore(self, snapshot: dict[str, Any]) -> None:
+        """Return to ``snapshot``. A persistent session cannot be copied: a new one replays the
+        snapshot's commands from the task's start (the processes they started run again)."""
+        self.close()
         self._task = snapshot["task"]
         self._spec = TerminalTask.from_payload(self._task.payload) if self._task else None
         self._archive, self._cwd = snapshot["archive"], snapshot["cwd"]
         self._commands = list(snapshot["commands"])
         self._observation = snapshot["observation"]
         self._done, self._solved = bool(snapshot["done"]), bool(snapshot["solved"])
+        self._digest = snapshot.get("digest")
+        if self._spec is not None and self._persistent() and self._commands and not self._done:
+            self._archive, self._cwd = self._spec.archive, ROOT
+            limits = self._limits(self.config.command_timeout_s)
+            for command in self._commands:
+                result = self._live_session().run(command, limits)
+                if result.error is None:
+                    self._digest, self._cwd = result.digest, result.cwd
 
     @property
     def archive(self) -> bytes:
         """The task folder as it is now (a tar archive)."""
+        if self._session is not None:
+            return self._session.archive() or self._archive
         return self._archive
 
     # -- oracle (the reference path) -----------------------------------------------------------

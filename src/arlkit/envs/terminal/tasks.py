@@ -1,19 +1,18 @@
-"""Terminal tasks as data: arlkit's own layout and the Terminal-Bench layout (docs/environments.md#terminal).
+"""Terminal tasks as data: arlkit's own layout, Terminal-Bench's and Harbor's (docs/environments.md#terminal).
 
 arlkit's layout, one folder per task::
 
-    task.yaml      instruction: ..., tier: files | text | build
+    task.yaml      instruction: ..., tier: files | text | build, session: stateless | persistent (optional)
     files/         the task folder's starting contents (optional)
     solution.sh    the reference solution: one command per line (blank lines and # comments skipped)
     check.yaml     the check run after ``submit``: a list of steps (:mod:`arlkit.envs.terminal.checker`)
 
-Terminal-Bench's layout (``task.yaml`` with ``instruction``, ``solution.sh``, ``tests/``, a
-``Dockerfile``): the folder's other files are the task folder's contents, ``solution.sh`` is sent
-as one command, and the check is one step that runs ``tests/test_*.py`` with pytest (the
-sandbox's interpreter, isolated: nothing in ``/app`` or the environment can shadow pytest, its
-configuration or a module it imports) with ``$TEST_DIR`` pointing at the tests, which stay outside
-the task folder and leave the disk once pytest has collected them. Docker is not used: what a
-task's ``Dockerfile`` installs or a ``docker-compose.yaml`` starts is not there.
+A folder with a ``task.toml`` is a Harbor task, one with a ``task.yaml`` and no ``check.yaml`` a
+Terminal-Bench task; :mod:`arlkit.envs.terminal.formats` reads both. A folder of task folders loads
+tolerantly (:func:`load_task_set`): a task folder that cannot be loaded, or that needs what the
+sandbox does not offer (the network, a GPU, other services), is skipped with a one-line reason,
+logged as a warning and listed in the set's :class:`TaskSetReport`; only a set of which nothing
+loads is an error.
 """
 
 from __future__ import annotations
@@ -22,44 +21,36 @@ import base64
 import hashlib
 import io
 import json
+import logging
+import math
 import os
 import tarfile
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from arlkit.config import parse_yaml
 from arlkit.envs.terminal.checker import CheckStep, decode_steps, encode_steps, parse_steps
 from arlkit.envs.terminal.workspace import pack_folder
 
-__all__ = ["SHIPPED_DIR", "TIERS", "TerminalTask", "load_task", "load_tasks", "split_tasks"]
+__all__ = [
+    "SESSIONS", "SHIPPED_DIR", "TIERS", "SkippedTask", "TaskRefused", "TaskSetReport", "TerminalTask", "load_task",
+    "load_task_set", "load_tasks", "split_tasks",
+]
 
 SHIPPED_DIR = Path(__file__).resolve().parents[2] / "data" / "terminal"
 TIERS = ("files", "text", "build")
+BENCHMARK_SOURCES = ("terminal-bench", "harbor")
+"""Where a benchmark's tasks come from: all of them are test tasks (:func:`split_tasks`)."""
 """The shipped tiers: file manipulation, text processing with standard tools, small build/debug/data tasks."""
+SESSIONS = ("stateless", "persistent")
+"""How a task's commands share a shell: each in a fresh one (arlkit's default), or one shell for the
+whole episode, as Terminal-Bench's and Harbor's agents have it (the environment decides how)."""
 
-_TB_META = {"task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests", "Dockerfile",
-            "docker-compose.yaml", "docker-compose.yml"}
-# Runs in a non-dumpable interpreter with -I (no cwd, user site or PYTHON* variables on its path)
-# and -B (no bytecode written); the test sources are deleted once collected, so that a program the
-# tests run cannot read what they expect. Written without single quotes: it is passed in them.
-_TB_PYTEST = """
-import ctypes, glob, os, sys
-ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
-import pytest
-tests = os.environ["TEST_DIR"]
-class HideTests:
-    def pytest_collection_finish(self, session):
-        for folder, _, names in os.walk(tests):
-            for name in names:
-                if name.endswith((".py", ".pyc")):
-                    os.remove(os.path.join(folder, name))
-args = ["-q", "-p", "no:cacheprovider", "--rootdir", tests, "--confcutdir", tests, "-c", os.devnull]
-sys.exit(pytest.main(args + sorted(glob.glob(tests + "/test_*.py")), plugins=[HideTests()]))
-"""
-_TB_CHECK = (CheckStep(f"exec \"$ARLKIT_PYTHON\" -I -B -c '{_TB_PYTEST}'"),)
+_log = logging.getLogger(__name__)
+_log.addHandler(logging.NullHandler())  # a library's warnings go where the application sends them, not to stderr
 
 
 @dataclass(frozen=True)
@@ -73,8 +64,13 @@ class TerminalTask:
         archive: the task folder's starting contents (a tar archive, :func:`pack_folder`).
         solution: the reference solution, one command per turn (``submit`` follows it).
         check: the check's steps (:mod:`arlkit.envs.terminal.checker`); all must pass.
-        support: files the checker needs outside the task folder (a tar archive), or empty.
-        source: ``arlkit`` or ``terminal-bench``.
+        support: files the checker needs outside the task folder (a tar archive, unpacked at
+            ``/tests``), or empty.
+        source: ``arlkit``, ``terminal-bench`` or ``harbor``.
+        session: ``stateless`` or ``persistent`` (:data:`SESSIONS`).
+        check_timeout_s: the task's own limit for its check (Terminal-Bench's
+            ``max_test_timeout_sec``, Harbor's ``[verifier] timeout_sec``), or ``None``.
+        agent_timeout_s: the task's own limit for the agent's whole episode, or ``None``.
     """
 
     name: str
@@ -85,11 +81,23 @@ class TerminalTask:
     check: tuple[CheckStep, ...]
     support: bytes = b""
     source: str = "arlkit"
+    session: str = "stateless"
+    check_timeout_s: float | None = None
+    agent_timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.session not in SESSIONS:
+            raise ValueError(f"session must be one of {', '.join(SESSIONS)}; got {self.session!r}")
+        for key in ("check_timeout_s", "agent_timeout_s"):
+            value = getattr(self, key)
+            if value is not None and not _positive_seconds(value):
+                raise ValueError(f"{key} must be a number of seconds > 0 (or absent); got {value!r}")
 
     @property
     def task_id(self) -> str:
         check = json.dumps(encode_steps(self.check), sort_keys=True).encode()
-        digest = hashlib.sha256(self.archive + self.instruction.encode() + check).hexdigest()[:8]
+        session = b"" if self.session == "stateless" else f"\0session={self.session}".encode()
+        digest = hashlib.sha256(self.archive + self.instruction.encode() + check + session).hexdigest()[:8]
         return f"{self.name}-{digest}"
 
     def to_payload(self) -> dict[str, Any]:
@@ -98,6 +106,7 @@ class TerminalTask:
             "check": encode_steps(self.check), "source": self.source,
             "archive": base64.b64encode(self.archive).decode("ascii"),
             "support": base64.b64encode(self.support).decode("ascii"),
+            "session": self.session, "check_timeout_s": self.check_timeout_s, "agent_timeout_s": self.agent_timeout_s,
         }
 
     @classmethod
@@ -106,13 +115,78 @@ class TerminalTask:
             name=str(payload["name"]), tier=str(payload["tier"]), instruction=str(payload["instruction"]),
             archive=base64.b64decode(payload["archive"]), solution=tuple(payload["solution"]),
             check=decode_steps(payload["check"]), support=base64.b64decode(payload.get("support", "")),
-            source=str(payload.get("source", "arlkit")),
+            source=str(payload.get("source", "arlkit")), session=str(payload.get("session", "stateless")),
+            check_timeout_s=payload.get("check_timeout_s"), agent_timeout_s=payload.get("agent_timeout_s"),
         )
 
     def listing(self) -> list[str]:
         """The starting task folder's entries (folders end with ``/``), sorted."""
         with tarfile.open(fileobj=io.BytesIO(self.archive), mode="r:") as archive:
             return sorted(m.name + ("/" if m.isdir() else "") for m in archive.getmembers())
+
+
+def _positive_seconds(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+class TaskRefused(ValueError):
+    """A task folder that is not loaded: ``reason`` says why in one line, ``kind`` groups it
+    (:data:`KINDS`) for the set's report."""
+
+    def __init__(self, folder: Path, reason: str, kind: str = "unreadable") -> None:
+        super().__init__(f"{folder}: {reason}")
+        self.reason, self.kind = reason, kind
+
+
+KINDS: dict[str, tuple[str, str]] = {
+    "network": ("needs the network", "need the network"),
+    "gpu": ("asks for a GPU", "ask for GPUs"),
+    "services": ("needs services arlkit does not start", "need services arlkit does not start"),
+    "no-tests": ("has no tests/", "have no tests/"),
+    "no-solution": ("has no reference solution", "have no reference solution"),
+    "unsupported": ("uses a feature arlkit does not read", "use features arlkit does not read"),
+    "unreadable": ("cannot be read", "cannot be read"),
+}
+"""Why a task folder is skipped, as '1 ... / 2 ...' phrases for the report's first line."""
+
+
+class SkippedTask(NamedTuple):
+    """A task folder left out of a set: its name, why (one line) and the kind of reason (:data:`KINDS`)."""
+
+    name: str
+    reason: str
+    kind: str = "unreadable"
+
+
+@dataclass(frozen=True)
+class TaskSetReport:
+    """What loading a task set did: how many tasks loaded from ``root``, and each folder skipped."""
+
+    root: str
+    loaded: int
+    skipped: tuple[SkippedTask, ...] = ()
+
+    def counts(self) -> list[tuple[str, int]]:
+        """``(kind, number of folders skipped for it)``, most frequent first."""
+        kinds = [s.kind for s in self.skipped]
+        order = list(KINDS)
+        return sorted(((k, kinds.count(k)) for k in set(kinds)), key=lambda kc: (-kc[1], order.index(kc[0])))
+
+    def headline(self) -> str:
+        """``5 tasks loaded from DIR, 3 skipped (2 need the network, 1 has no tests/)``."""
+        line = f"{self.loaded} task{'s' if self.loaded != 1 else ''} loaded from {self.root}"
+        if not self.skipped:
+            return line
+        parts = [f"{n} {KINDS[kind][0 if n == 1 else 1]}" for kind, n in self.counts()]
+        return f"{line}, {len(self.skipped)} skipped ({', '.join(parts)})"
+
+    def lines(self, limit: int | None = 10) -> list[str]:
+        """The headline, then one line per skipped folder (the first ``limit``, then how many more)."""
+        shown = self.skipped if limit is None else self.skipped[:limit]
+        out = [self.headline(), *(f"  skipped {s.name}: {s.reason}" for s in shown)]
+        if len(shown) < len(self.skipped):
+            out.append(f"  ... and {len(self.skipped) - len(shown)} more")
+        return out
 
 
 def _read_yaml(path: Path) -> Any:
@@ -124,12 +198,20 @@ def _read_yaml(path: Path) -> Any:
     return parse_yaml(text, where=str(path), unique_keys=False)
 
 
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it: {exc}") from exc
+
+
 def _instruction(data: Mapping[str, Any], where: Path) -> str:
     text = data.get("instruction")
     if not text and isinstance(data.get("descriptions"), list):  # older Terminal-Bench tasks
-        text = next((d.get("description") for d in data["descriptions"] if d.get("key") == "base"), None)
+        text = next((d.get("description") for d in data["descriptions"] if isinstance(d, dict) and d.get("key") == "base"),
+                    None)
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"{where}: task.yaml has no 'instruction'")
+        raise TaskRefused(where, "task.yaml has no 'instruction'")
     return text.strip()
 
 
@@ -148,73 +230,142 @@ def _pack_files(folder: Path | None, keep: Callable[[str], bool] = lambda name: 
         return pack_folder(staging)
 
 
+def _pack_entries(entries: Iterable[tuple[Path, str]]) -> bytes:
+    """An archive of ``(source, place)`` entries, in order (a later one overwrites an earlier one): a
+    folder's contents are merged into ``place`` (a path inside the archive, ``""`` for its top), a
+    file is written at ``place``. Modes are normalised as :func:`_pack_files` does."""
+    with tempfile.TemporaryDirectory(prefix="arlkit-task-") as staging:
+        root = Path(staging)
+        for source, place in entries:
+            target = root / place if place else root
+            if source.is_dir() and not source.is_symlink():
+                _make_dirs(root, target)
+                _copy_into(source, target)
+            else:
+                _make_dirs(root, target.parent)
+                _copy_entry(source, target)
+        return pack_folder(staging)
+
+
+def _make_dirs(root: Path, folder: Path) -> None:
+    for part in [*reversed(folder.relative_to(root).parents), folder.relative_to(root)]:
+        if str(part) not in ("", "."):
+            (root / part).mkdir(exist_ok=True)
+            os.chmod(root / part, 0o755)
+
+
 def _copy_into(src: Path, dst: Path, keep: Callable[[str], bool] = lambda name: True) -> None:
     for entry in sorted(src.iterdir()):
-        if not keep(entry.name):
-            continue
-        target = dst / entry.name
-        if entry.is_symlink():
-            os.symlink(os.readlink(entry), target)
-        elif entry.is_dir():
-            target.mkdir()
-            os.chmod(target, 0o755)
-            _copy_into(entry, target)
-        else:
-            target.write_bytes(entry.read_bytes())
-            os.chmod(target, 0o755 if os.access(entry, os.X_OK) else 0o644)
+        if keep(entry.name):
+            _copy_entry(entry, dst / entry.name)
+
+
+def _copy_entry(entry: Path, target: Path) -> None:
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        target.unlink()
+    if entry.is_symlink():
+        os.symlink(os.readlink(entry), target)
+    elif entry.is_dir():
+        target.mkdir(exist_ok=True)
+        os.chmod(target, 0o755)
+        _copy_into(entry, target)
+    elif not target.is_dir():
+        target.write_bytes(entry.read_bytes())
+        os.chmod(target, 0o755 if os.access(entry, os.X_OK) else 0o644)
+
+
+def _session(data: Mapping[str, Any], folder: Path) -> str:
+    session = data.get("session", "stateless")
+    if session not in SESSIONS:
+        raise TaskRefused(folder, f"task.yaml: session must be one of {', '.join(SESSIONS)}; got {session!r}")
+    return str(session)
+
+
+def is_task_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a task (a ``task.yaml``: arlkit or Terminal-Bench; a ``task.toml``: Harbor)."""
+    return (folder / "task.yaml").is_file() or (folder / "task.toml").is_file()
 
 
 def load_task(folder: str | Path) -> TerminalTask:
-    """The task in ``folder`` (either layout; ``ValueError`` naming what is missing)."""
+    """The task in ``folder``, whichever its layout; a :class:`TaskRefused` (a ``ValueError``) says
+    in one line why it is not loaded."""
+    from arlkit.envs.terminal import formats  # it builds on this module's task and packing helpers
+
     folder = Path(folder)
+    if (folder / "task.toml").is_file():
+        return formats.load_harbor(folder)
     data = _read_yaml(folder / "task.yaml")
     if not isinstance(data, dict):
-        raise ValueError(f"{folder / 'task.yaml'}: expected a mapping with an 'instruction'")
+        raise TaskRefused(folder, "task.yaml: expected a mapping with an 'instruction'")
+    if not (folder / "check.yaml").is_file():
+        return formats.load_terminal_bench(folder, data)
     instruction = _instruction(data, folder)
+    session = _session(data, folder)
     solution_path = folder / "solution.sh"
     if not solution_path.is_file():
-        raise ValueError(f"{folder}: no solution.sh (the reference solution)")
-    solution = solution_path.read_text(encoding="utf-8")
-    if (folder / "check.yaml").is_file():
-        files = folder / "files"
-        archive = _pack_files(files if files.is_dir() else None)
-        tier = str(data.get("tier", "files"))
-        check = parse_steps(_read_yaml(folder / "check.yaml"), str(folder / "check.yaml"))
-        return TerminalTask(folder.name, tier, instruction, archive, _commands(solution), check)
-    tests = folder / "tests"
-    if not tests.is_dir():
-        raise ValueError(f"{folder}: neither check.yaml (arlkit layout) nor tests/ (Terminal-Bench layout)")
-    support = _pack_files(folder, lambda name: name == "tests")
-    tier = str(data.get("category") or data.get("tier") or "terminal-bench")
-    archive = _pack_files(folder, lambda name: name not in _TB_META)
-    return TerminalTask(folder.name, tier, instruction, archive, (solution.strip(),), _TB_CHECK, support, "terminal-bench")
+        raise TaskRefused(folder, "no solution.sh (the reference solution)", "no-solution")
+    files = folder / "files"
+    archive = _pack_files(files if files.is_dir() else None)
+    tier = str(data.get("tier", "files"))
+    check = parse_steps(_read_yaml(folder / "check.yaml"), str(folder / "check.yaml"))
+    return TerminalTask(folder.name, tier, instruction, archive, _commands(_read_text(solution_path)), check,
+                        session=session)
+
+
+def _reason(exc: Exception, folder: Path) -> str:
+    """``exc``'s message, one line, with ``folder``'s path left out (the report names the folder)."""
+    text = exc.reason if isinstance(exc, TaskRefused) else str(exc)
+    text = " ".join(text.replace(f"{folder}/", "").split())
+    return text.removeprefix(f"{folder}: ").removeprefix(f"{folder.name}: ")
+
+
+def load_task_set(root: str | Path | None = None) -> tuple[list[TerminalTask], TaskSetReport]:
+    """Every task under ``root`` (default: arlkit's shipped tasks), sorted by name, and the report of
+    what loaded and what was skipped. ``root`` is a folder of task folders or one task folder (which
+    must load). A task folder that cannot load is skipped and logged; a ``ValueError`` only when
+    nothing loads, naming the first reasons."""
+    root = Path(root) if root else SHIPPED_DIR
+    if is_task_folder(root):
+        return [load_task(root)], TaskSetReport(str(root), 1)
+    if not root.is_dir():
+        raise ValueError(f"no task folder at {root}")
+    tasks: list[TerminalTask] = []
+    skipped: list[SkippedTask] = []
+    for folder in sorted(d for d in root.iterdir() if d.is_dir() and is_task_folder(d)):
+        try:
+            tasks.append(load_task(folder))
+        except (ValueError, OSError) as exc:  # a TaskRefused, bad YAML, an unreadable file ...
+            kind = exc.kind if isinstance(exc, TaskRefused) else "unreadable"
+            skipped.append(SkippedTask(folder.name, _reason(exc, folder), kind))
+            _log.warning("terminal task %s skipped: %s", folder, skipped[-1].reason)
+    if not tasks:
+        if not skipped:
+            raise ValueError(f"no task folders (with a task.yaml or task.toml) under {root}")
+        first = "; ".join(f"{s.name}: {s.reason}" for s in skipped[:3])
+        more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        raise ValueError(f"none of the {len(skipped)} task folders under {root} can be loaded ({first}{more})")
+    return tasks, TaskSetReport(str(root), len(tasks), tuple(skipped))
 
 
 def load_tasks(root: str | Path | None = None) -> list[TerminalTask]:
-    """Every task under ``root`` (default: arlkit's shipped tasks), sorted by name."""
-    root = Path(root) if root else SHIPPED_DIR
-    if (root / "task.yaml").is_file():
-        return [load_task(root)]
-    if not root.is_dir():
-        raise ValueError(f"no task folder at {root}")
-    tasks = [load_task(d) for d in sorted(root.iterdir()) if (d / "task.yaml").is_file()]
-    if not tasks:
-        raise ValueError(f"no task folders (with a task.yaml) under {root}")
-    return tasks
+    """Every task under ``root`` that loads (:func:`load_task_set` without its report)."""
+    return load_task_set(root)[0]
 
 
 def split_tasks(tasks: list[TerminalTask], split: str, seed: int, test_fraction: float) -> list[TerminalTask]:
-    """The tasks of ``split``: within each tier, tasks ordered by a seeded hash of their name; the
-    first ``round(test_fraction * n)`` are the test split, the rest train (disjoint by name); the
+    """The tasks of ``split``. Benchmark tasks (Terminal-Bench, Harbor) are all test tasks. The
+    others, within each tier, are ordered by a seeded hash of their name: the first
+    ``round(test_fraction * n)`` are the test split, the rest train (disjoint by name). The
     split's tasks come in hash order."""
     if split not in ("train", "test"):
         raise ValueError(f"unknown split {split!r}; valid choices: train, test")
     def rank(task: TerminalTask) -> str:
         return hashlib.sha256(f"{seed}:{task.name}".encode()).hexdigest()
 
-    chosen: list[TerminalTask] = []
-    for tier in sorted({t.tier for t in tasks}):
-        ranked = sorted((t for t in tasks if t.tier == tier), key=rank)
+    chosen = [t for t in tasks if t.source in BENCHMARK_SOURCES] if split == "test" else []
+    own = [t for t in tasks if t.source not in BENCHMARK_SOURCES]
+    for tier in sorted({t.tier for t in own}):
+        ranked = sorted((t for t in own if t.tier == tier), key=rank)
         n_test = round(test_fraction * len(ranked))
         chosen += ranked[:n_test] if split == "test" else ranked[n_test:]
     return sorted(chosen, key=rank)  # tiers mixed: the first n of a split cover every tier

@@ -23,10 +23,15 @@ from pathlib import Path
 from arlkit.envs.terminal._driver import pack_folder
 from arlkit.sandbox import Sandbox
 
-__all__ = ["ROOT", "CommandLimits", "CommandResult", "DRIVER_SOURCE", "archive_digest", "exchange", "pack_folder", "run_command"]
+__all__ = [
+    "ROOT", "SCRATCH_DIRS", "CommandLimits", "CommandResult", "DRIVER_SOURCE", "archive_digest", "exchange", "pack_folder",
+    "parse_command_fields", "run_command",
+]
 
 ROOT = "/app"
 """Where the task folder is inside the sandbox (where Terminal-Bench tasks expect it)."""
+SCRATCH_DIRS = (ROOT, "/tests", "/logs")
+"""The sandbox's private writable folders: the task folder, a check's tests, and Harbor's ``/logs/verifier``."""
 
 DRIVER_SOURCE = Path(__file__).with_name("_driver.py").read_text(encoding="utf-8")
 _RESULT_MARGIN_S = 10.0  # unpacking, packing and the interpreter's start, beside the command's own time
@@ -67,6 +72,12 @@ class CommandResult:
         archive: the task folder afterwards; ``None`` when ``error`` is set (the folder is unchanged).
         error: why the result is unusable (``workspace_limit``, a lost result, an unpacking error).
         duration_s: the sandbox run's wall time.
+        restarted: (persistent session) the command was stopped with every process of the session
+            and a new shell started: variables and background processes are gone, files stay.
+        shell_exited: (persistent session) the command ended the shell; a new one started.
+        digest: (persistent session) the task folder's content hash afterwards (the folder stays
+            in the session: ``archive`` is ``None``).
+        over_limit: (persistent session) the task folder is larger than ``max_archive_bytes``.
     """
 
     exit_code: int | None
@@ -82,6 +93,10 @@ class CommandResult:
     archive: bytes | None = None
     error: str | None = None
     duration_s: float = 0.0
+    restarted: bool = False
+    shell_exited: bool = False
+    digest: str | None = None
+    over_limit: bool = False
 
 
 def archive_digest(archive: bytes) -> str:
@@ -143,17 +158,23 @@ def run_command(
     if fields is None:
         return CommandResult(None, "", "", error=error, duration_s=duration_s)
     try:
-        return _parse(fields, duration_s)
+        return parse_command_fields(fields, duration_s)
     except (ValueError, TypeError, KeyError, binascii.Error) as exc:
         return CommandResult(None, "", "", error=f"the command's result could not be read: {exc}", duration_s=duration_s)
 
 
-def _parse(fields: dict, duration_s: float) -> CommandResult:
+def parse_command_fields(fields: dict, duration_s: float) -> CommandResult:
+    """A command's result from the driver's JSON object (``ValueError``, ``TypeError`` or
+    ``KeyError`` when it is malformed). A persistent session sends the folder's ``digest``
+    instead of the folder."""
     if fields.get("error") and fields["error"] != "workspace_limit" and "exit_code" not in fields:
         return CommandResult(None, "", "", error=str(fields["error"]), duration_s=duration_s)
     archive = fields.get("archive")
     error = fields.get("error")
-    if error is None and not isinstance(archive, str):
+    digest = fields.get("digest")
+    if digest is not None and not isinstance(digest, str):
+        raise TypeError("the folder's digest is not text")
+    if error is None and digest is None and not isinstance(archive, str):
         raise ValueError("no task folder came back")
     exit_code = fields["exit_code"]
     if not isinstance(exit_code, int):
@@ -172,7 +193,11 @@ def _parse(fields: dict, duration_s: float) -> CommandResult:
         background=bool(fields.get("background")),
         cwd=cwd,
         left_root=bool(fields.get("left_root")),
-        archive=base64.b64decode(archive, validate=True) if error is None else None,
+        archive=base64.b64decode(archive, validate=True) if error is None and digest is None else None,
         error=str(error) if error else None,
         duration_s=duration_s,
+        restarted=bool(fields.get("restarted")),
+        shell_exited=bool(fields.get("shell_exited")),
+        digest=digest,
+        over_limit=bool(fields.get("over_limit")),
     )

@@ -1,0 +1,2 @@
+def test_hello():
+    assert open("/app/hello.txt").read() == open("/tests/expected.txt").read()

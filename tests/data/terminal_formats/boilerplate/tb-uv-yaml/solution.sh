@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /app
+awk '{ print $1 ": " $2 }' ports.txt > ports.yaml

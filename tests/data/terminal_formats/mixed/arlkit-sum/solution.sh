@@ -1,0 +1,1 @@
+awk '{ s += $1 } END { print s }' nums.txt > total.txt

@@ -1,0 +1,1 @@
+echo hello > /app/hello.txt

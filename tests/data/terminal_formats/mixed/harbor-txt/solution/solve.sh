@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /app
+awk -F, 'NR > 1 { s += $2 } END { print s }' data.csv > total.txt
