@@ -66,7 +66,7 @@ class TerminalConfig:
         test_fraction: share of each tier in the test split.
         t_max: the family's full turn budget T_max.
         command_timeout_s: wall-clock limit of one command.
-        check_timeout_s: wall-clock limit of the checker.
+        check_timeout_s: wall-clock limit of the checker (a task's own limit, where it has one, wins).
         output_chars: characters of stdout and of stderr shown per observation (each).
         max_command_chars: longer commands are invalid actions.
         max_workspace_mb: largest task folder (as an archive) a command may leave.
@@ -333,7 +333,7 @@ class TerminalEnv:
         """The check's verdict on the task folder ``archive`` (default task: the current one), in a
         sandbox of its own: no process of a session is there."""
         spec = spec or self._require()
-        limits = self._limits(self.config.check_timeout_s)
+        limits = self._limits(spec.check_timeout_s or self.config.check_timeout_s)
         return run_check(self.sandbox, archive, spec.check, limits=limits, support=spec.support)
 
     @property
