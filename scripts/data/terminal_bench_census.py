@@ -9,7 +9,8 @@ Terminal-Bench 2.0). Nothing is fetched: the folders are copied to a temporary f
 The table counts the folders loaded, by the form of their check (``arlkit-pytest``: arlkit's
 isolated pytest, in place of a test script that only installs a test runner and runs pytest;
 ``script``: the task's own test script), and the folders refused, by kind, with the most common
-reasons.
+reasons; for the tasks refused because their Docker image holds what the sandbox lacks (kind
+``image``), also the packages, commands and base images named most often.
 
 With ``--untouched``, every loaded task's check runs on its untouched folder: one that passes
 cannot tell a solved task from an unsolved one (its tests check what the sandbox has, not what the
@@ -79,9 +80,25 @@ def census(root: Path) -> tuple[list[TerminalTask], dict[str, object]]:
             skipped = tuple(found)
     forms = Counter(check_form(t) for t in tasks)
     kinds = Counter(s.kind for s in skipped)
-    reasons = Counter(_SPECIFICS.sub("(...)", s.reason) if s.kind == "network" else s.reason for s in skipped)
+    reasons = Counter(_SPECIFICS.sub("(...)", s.reason) if s.kind == "network" else _image_reason(s.reason)
+                      if s.kind == "image" else s.reason for s in skipped)
+    lacking = Counter(item for s in skipped if s.kind == "image" for item in _image_items(s.reason))
     return tasks, {"folders": len(tasks) + len(skipped), "loaded": len(tasks), "forms": forms, "kinds": kinds,
-                   "reasons": reasons}
+                   "reasons": reasons, "lacking": lacking}
+
+
+def _image_reason(reason: str) -> str:
+    """An image reason without its specifics: ``needs its own Docker image (its Dockerfile runs: ...)``."""
+    return re.sub(r"(: |\(FROM ).*\)$", r"\1...)", reason)
+
+
+def _image_items(reason: str) -> list[str]:
+    """What an image reason names: each package missing, each command run, the base image."""
+    match = re.search(r"(?:installs what is not here|runs): (.*)\)$", reason)
+    if match:
+        return [item for item in match.group(1).split(", ") if item != "..."]
+    match = re.search(r"\(FROM ([^\s:@)]+)", reason)  # the image without its tag
+    return [f"FROM {match.group(1)}"] if match else []
 
 
 def print_table(rows: list[tuple[str, dict[str, object]]]) -> None:
@@ -103,6 +120,10 @@ def print_table(rows: list[tuple[str, dict[str, object]]]) -> None:
             print(f"\n{name}: most common reasons to refuse")
             for reason, n in reasons.most_common(8):  # type: ignore[attr-defined]
                 print(f"  {n:5d}  {reason[:160]}")
+        lacking = row["lacking"]
+        if lacking:
+            print(f"{name}: what the images of the refused tasks have that the sandbox lacks, most common first")
+            print("  " + ", ".join(f"{item} ({n})" for item, n in lacking.most_common(12)))  # type: ignore[attr-defined]
 
 
 def likely_cause(text: str) -> str:
@@ -118,7 +139,9 @@ def likely_cause(text: str) -> str:
 
 def run_oracle(root: Path, tasks: list[TerminalTask], n: int, seed: int) -> list[tuple[str, ...]]:
     """``(root, task, check form, untouched verdict, oracle verdict, likely cause, why)`` for ``n``
-    tasks drawn from ``tasks``."""
+    tasks drawn from ``tasks`` (none when none loaded)."""
+    if not tasks:
+        return []
     chosen = random.Random(seed).sample(tasks, min(n, len(tasks)))
     env = TerminalEnv(TerminalConfig(data_dir=str(root), command_timeout_s=300.0, check_timeout_s=600.0,
                                      max_workspace_mb=256, memory_mb=4096, t_max=64))

@@ -83,8 +83,8 @@ def test_harbor_layouts() -> None:
     txt = load_task(MIXED / "harbor-txt")
     assert (txt.source, txt.session, txt.tier) == ("harbor", "persistent", "data-processing")
     assert txt.instruction.startswith("Add up the numbers in the second column of `/app/data.csv`")
-    # the last stage's COPY lines into /app: not the earlier stage's, not /opt/build.sh
-    assert txt.listing() == ["data.csv", "notes/", "notes/README.txt"]
+    # the last stage's COPY lines into /app (not the earlier stage's), and the folder its RUN mkdir makes
+    assert txt.listing() == ["data.csv", "notes/", "notes/README.txt", "out/"]
     # its test.sh runs pytest and writes the reward from its status: arlkit's pytest runs instead
     [step] = txt.check
     assert step.run.startswith("# arlkit's pytest in place of tests/test.sh") and step.exit == 0 and not step.reward

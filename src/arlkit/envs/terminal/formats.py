@@ -2,7 +2,8 @@
 (docs/environments.md#terminal says what each becomes and where arlkit departs from the authors' harness).
 
 Terminal-Bench (``task.yaml``, ``solution.sh`` or ``solution.yaml``, ``tests/``, optionally
-``run-tests.sh``, a ``Dockerfile``): the folder's other files are the task folder's contents. With no
+``run-tests.sh``, a ``Dockerfile``): the task folder holds what the Dockerfile's ``COPY`` and ``ADD``
+lines put under ``/app`` (without a Dockerfile, the folder's other files). With no
 ``run-tests.sh``, or one that only installs a test runner and runs pytest on files of ``tests/``
 (:mod:`~arlkit.envs.terminal.testscripts`), the check is arlkit's isolated pytest over those files
 (``tests/test_*.py`` by default); any other ``run-tests.sh`` runs as the check, and the task is solved
@@ -17,24 +18,27 @@ and the reward it writes to ``/logs/verifier/reward.json`` or ``reward.txt`` is 
 
 Either is refused, with a one-line :class:`~arlkit.envs.terminal.tasks.TaskRefused`, when its test
 script installs or downloads other than a test runner (the sandbox has no network), when the tests
-of a replaced script need packages arlkit's interpreter lacks, when it asks for a GPU, a network
-mode or services beside its own container, or when it uses a part of the format arlkit does not read.
+of a replaced script need packages arlkit's interpreter lacks, when its Dockerfile's image holds what
+the sandbox lacks (:func:`_refuse_image`), when it asks for a GPU, a network mode or services beside
+its own container, or when it uses a part of the format arlkit does not read.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
+import tempfile
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from arlkit.envs.terminal.checker import CheckStep
-from arlkit.envs.terminal.dockerfile import app_files
-from arlkit.envs.terminal.testscripts import HELPERS, PytestScript, read_test_script
+from arlkit.envs.terminal.dockerfile import app_files, base_image, read_build
+from arlkit.envs.terminal.here import (
+    SYSTEM_PATH, apt_present, import_name, importable, missing_here, plugin_modules, python_lacks,
+)
+from arlkit.envs.terminal.testscripts import HELPERS, REPORTING_PLUGINS, read_test_script
 from arlkit.envs.terminal.tasks import (
     TaskRefused,
     TerminalTask,
@@ -164,68 +168,12 @@ def network_uses(script: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-# -- what the tests of a replaced script need: is it here? ---------------------------------------------
-_IMPORT_NAMES = {
-    "pyyaml": "yaml", "scikit-learn": "sklearn", "scikit-image": "skimage", "beautifulsoup4": "bs4", "pillow": "PIL",
-    "python-dateutil": "dateutil", "opencv-python": "cv2", "opencv-python-headless": "cv2",
-    "opencv-contrib-python": "cv2", "gitpython": "git", "fasttext-wheel": "fasttext", "protobuf": "google.protobuf",
-    "grpcio": "grpc", "grpcio-tools": "grpc_tools", "pycryptodome": "Crypto", "pycryptodomex": "Cryptodome",
-    "python-dotenv": "dotenv", "pyjwt": "jwt", "psycopg2-binary": "psycopg2", "pyzmq": "zmq", "pymupdf": "fitz",
-    "python-docx": "docx", "python-pptx": "pptx", "websocket-client": "websocket", "faiss-cpu": "faiss",
-    "pysocks": "socks", "tree-sitter": "tree_sitter",
-}
-"""Import names that are not the pip name lowercased with ``-`` as ``_``."""
-_APT_COMMANDS = {"build-essential": "gcc", "procps": "ps", "nodejs": "node", "iproute2": "ip", "netcat-openbsd": "nc",
-                 "openssh-client": "ssh", "python3-pip": "pip3"}
-_SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
-
-
-def import_name(package: str) -> str:
-    """The module a pip package is imported as (``scikit-learn``: ``sklearn``)."""
-    name = re.sub(r"[-_.]+", "-", package).lower()
-    return _IMPORT_NAMES.get(name, name.replace("-", "_"))
-
-
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def _require_pytest(folder: Path) -> None:
     """Refuse a Terminal-Bench or Harbor task when the sandbox's interpreter has no pytest (their
     checks run it)."""
-    if not _importable("pytest"):
+    if not importable("pytest"):
         raise TaskRefused(folder, "its check runs pytest, which is not installed here: pip install pytest "
                           "(arlkit's terminal extra)", "unsupported")
-
-
-def plugin_modules(plugins: tuple[str, ...]) -> dict[str, str]:
-    """The module pytest loads for each of ``plugins`` (pip names) installed here (its ``pytest11``
-    entry point)."""
-    found: dict[str, str] = {}
-    for point in entry_points(group="pytest11"):
-        dist = re.sub(r"[-_.]+", "-", point.dist.name).lower() if point.dist is not None else ""
-        if dist in plugins and _importable(point.value.split(":")[0]):
-            found.setdefault(dist, point.value.split(":")[0])
-    return found
-
-
-def missing_here(run: PytestScript) -> list[str]:
-    """What ``run``'s script installs that this interpreter cannot import (packages, plugins) or
-    this machine does not have (an apt package's command), each named once."""
-    missing = [p for p in run.packages if not _importable(import_name(p))]
-    plugins = plugin_modules(run.plugins)
-    missing += [p for p in run.plugins if p not in plugins]
-    for package in run.apt:
-        if package.startswith("python3-"):
-            ok = _importable(import_name(package.removeprefix("python3-")))
-        else:
-            ok = shutil.which(_APT_COMMANDS.get(package, package), path=_SYSTEM_PATH) is not None
-        if not ok:
-            missing.append(f"{package} (apt)")
-    return list(dict.fromkeys(missing))
 
 
 def _replaced_check(folder: Path, tests: Path, script: str, where: str, reward: bool) -> tuple[CheckStep, ...] | None:
@@ -276,6 +224,76 @@ def _refuse_other_services(folder: Path, compose_dir: Path, main: str) -> None:
                               "services")
 
 
+def _image_source(folder: Path, compose_dir: Path, main: str) -> tuple[Path, Path]:
+    """The build context and Dockerfile of the task's container: what ``main``'s ``build`` in the
+    docker-compose file names (a context folder, a Dockerfile), else ``compose_dir`` and its ``Dockerfile``."""
+    for name in ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml"):
+        if not (compose_dir / name).is_file():
+            continue
+        data = _read_yaml(compose_dir / name)
+        service = data.get("services", {}).get(main) if isinstance(data, dict) and isinstance(
+            data.get("services"), dict) else None
+        build = service.get("build") if isinstance(service, dict) else None
+        build = {"context": build} if isinstance(build, str) else build
+        if isinstance(build, dict):
+            context = (compose_dir / str(build.get("context") or ".")).resolve()
+            dockerfile = context / str(build.get("dockerfile") or "Dockerfile")
+            if context.is_dir() and (context == folder.resolve() or folder.resolve() in context.parents):
+                return context, dockerfile
+        break
+    return compose_dir, compose_dir / "Dockerfile"
+
+
+_TERMINAL_TOOLS = {"tmux", "asciinema", "nano", "vim", "vim-tiny", "vim-nox", "neovim", "less", "htop", "screen",
+                   "apt-utils", "software-properties-common", "apt-transport-https", "lsb-release", "ca-certificates",
+                   "python3-pip", "python3-venv", "python3-setuptools", "python3-wheel"}
+"""Packages an image installs for a person at its terminal (Terminal-Bench's harness wants tmux and
+asciinema, editors) or for installing (none runs here): not needed by a task's commands."""
+
+
+def _refuse_image(folder: Path, context: Path, dockerfile: Path) -> None:
+    """Refuse a task whose Dockerfile builds an image that holds more than the sandbox has: a base image
+    of its own, packages missing here, downloads, builds and programs run, files made in ``/app`` or
+    put elsewhere, a program started with the container (:func:`~arlkit.envs.terminal.dockerfile.read_build`)."""
+    build = read_build(context, dockerfile)
+    if build is None:
+        return
+    try:
+        where = str(dockerfile.resolve().relative_to(folder.resolve()))
+    except ValueError:
+        where = dockerfile.name
+    known, command = base_image(build.base)
+    if not known:
+        raise TaskRefused(folder, f"needs its own Docker image (FROM {build.base or 'nothing'})", "image")
+    if command and shutil.which(command, path=SYSTEM_PATH) is None:
+        raise TaskRefused(folder, f"needs its own Docker image (FROM {build.base}: {command} is not installed here)",
+                          "image")
+    missing = [f"{p} (apt)" for p in build.apt if p not in _TERMINAL_TOOLS and not apt_present(p)]
+    pip = [p for p in build.pip if p not in REPORTING_PLUGINS and p not in _TERMINAL_TOOLS]
+    tests_only = [p for p in pip if p == "pytest" or p.startswith("pytest-")]
+    missing += [f"{p} (pip)" for p in tests_only if not importable(import_name(p))]
+    modules = {import_name(p): p for p in pip if p not in tests_only}
+    missing += [f"{modules[m]} (pip)" for m in python_lacks(modules)]
+    if missing:
+        raise TaskRefused(folder, f"needs its own Docker image (its {where} installs what is not here: "
+                          f"{', '.join(missing[:6])}{', ...' if len(missing) > 6 else ''})", "image")
+    if build.runs:
+        raise TaskRefused(folder, f"needs its own Docker image (its {where} runs: {', '.join(build.runs[:4])}"
+                          f"{', ...' if len(build.runs) > 4 else ''})", "image")
+    if build.app_writes:
+        raise TaskRefused(folder, f"needs its own Docker image (its {where} makes files in /app that arlkit cannot make: "
+                          f"{'; '.join(build.app_writes[:2])})", "image")
+    if app_files(context, dockerfile) is None:
+        raise TaskRefused(folder, f"needs its own Docker image (its {where} copies into /app what arlkit cannot follow)",
+                          "image")
+    if build.elsewhere:
+        raise TaskRefused(folder, f"needs its own Docker image (its {where} puts files outside /app: "
+                          f"{', '.join(build.elsewhere[:3])})", "image")
+    if build.entrypoint:
+        raise TaskRefused(folder, f"its {where} starts a program with the container (ENTRYPOINT {build.entrypoint[:80]})",
+                          "services")
+
+
 def _seconds(value: Any, folder: Path, where: str) -> float | None:
     if value is None:
         return None
@@ -311,6 +329,30 @@ def _tb_solution(folder: Path) -> tuple[str, ...]:
     return tuple(commands)
 
 
+def _tb_folder(folder: Path, context: Path, dockerfile: Path) -> bytes:
+    """Terminal-Bench's ``/app``: what the Dockerfile copies there (:func:`_refuse_image` has refused a
+    copy that cannot be followed); without a Dockerfile, the folder's other files. Never the task's own
+    files (:data:`_TB_META`: its tests, its solution), which a ``COPY . /app`` would take along."""
+    files = app_files(context, dockerfile) if dockerfile.is_file() else None
+    if files is None:
+        return _pack_files(folder, lambda name: name not in _TB_META)
+    root = folder.resolve()
+    entries: list[tuple[Path | None, str]] = []
+    for source, place in files:
+        if source is not None and source.resolve() == root:
+            entries += [(child, f"{place}/{child.name}" if place else child.name)
+                        for child in sorted(folder.iterdir()) if child.name not in _TB_META]
+        elif source is None or source.resolve().relative_to(root).parts[0] not in _TB_META:
+            entries.append((source, place))
+    return _pack_app(entries)
+
+
+def _pack_app(entries: list[tuple[Path | None, str]]) -> bytes:
+    """The archive of :func:`~arlkit.envs.terminal.dockerfile.app_files`' entries (``None``: an empty folder)."""
+    with tempfile.TemporaryDirectory(prefix="arlkit-empty-") as empty:
+        return _pack_entries([(source or Path(empty), place) for source, place in entries])
+
+
 def load_terminal_bench(folder: Path, data: Mapping[str, Any]) -> TerminalTask:
     """The Terminal-Bench task in ``folder`` (``data``: its ``task.yaml``)."""
     instruction = _instruction(data, folder)
@@ -335,8 +377,10 @@ def load_terminal_bench(folder: Path, data: Mapping[str, Any]) -> TerminalTask:
             _refuse_if_offline(folder, script, "run-tests.sh")
             check = (CheckStep(_WITH_TOOLS + "bash /tests/run-tests.sh"),)
             support = _pack_entries([(tests, ""), (run_tests, "run-tests.sh")])
+    context, dockerfile = _image_source(folder, folder, "client")
+    _refuse_image(folder, context, dockerfile)
     tier = str(data.get("category") or data.get("tier") or "terminal-bench")
-    archive = _pack_files(folder, lambda name: name not in _TB_META)
+    archive = _tb_folder(folder, context, dockerfile)
     return TerminalTask(
         folder.name, tier, instruction, archive, solution, check, support, "terminal-bench", "persistent",
         check_timeout_s=_seconds(data.get("max_test_timeout_sec"), folder, "task.yaml: max_test_timeout_sec"),
@@ -415,8 +459,9 @@ def load_harbor(folder: Path) -> TerminalTask:
     solve = folder / "solution" / "solve.sh"
     if not solve.is_file() or not _read_text(solve).strip():
         raise TaskRefused(folder, "has no solution/solve.sh (the reference solution)", "no-solution")
-    files = app_files(folder / "environment")
-    archive = _pack_entries(files or [])  # files None: not all of /app can be known from the Dockerfile
+    context, dockerfile = _image_source(folder, folder / "environment", "main")
+    _refuse_image(folder, context, dockerfile)
+    archive = _pack_app(app_files(context, dockerfile) or [])  # [] without a Dockerfile: /app starts empty
     metadata = _table(config, "metadata", folder)
     return TerminalTask(
         folder.name, str(metadata.get("category") or "harbor"), instruction, archive, (_read_text(solve).strip(),),

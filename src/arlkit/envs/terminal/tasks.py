@@ -140,6 +140,7 @@ class TaskRefused(ValueError):
 
 KINDS: dict[str, tuple[str, str]] = {
     "network": ("needs the network", "need the network"),
+    "image": ("needs its own Docker image", "need their own Docker image"),
     "gpu": ("asks for a GPU", "ask for GPUs"),
     "services": ("needs services arlkit does not start", "need services arlkit does not start"),
     "no-tests": ("has no tests/", "have no tests/"),

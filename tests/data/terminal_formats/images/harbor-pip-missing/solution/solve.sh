@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -m frobnicate /app/input.txt > /app/output.txt

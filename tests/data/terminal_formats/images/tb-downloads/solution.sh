@@ -1,0 +1,2 @@
+#!/bin/bash
+/opt/tool/bin/tool > /app/out.txt
