@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 import uuid
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from arlkit.envs.terminal.tasks import TerminalTask, load_task
 from arlkit.policies.protocol import Reply
 from arlkit.rollout import make_jobs, run_rollouts
 from arlkit.sandbox import available_levels
+from tests.sandbox.conftest import wait_until
 
 pytestmark = pytest.mark.skipif(
     all(available_levels()[lv] is not None for lv in ("unshare", "bwrap")),
@@ -32,9 +32,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 # A server started in one turn and asked in a later one (and by the check).
-_FETCH = ("python3 -c \"import time, urllib.request\nfor _ in range(30):\n    try:\n"
-          "        print(urllib.request.urlopen('http://127.0.0.1:8123/ping').read().decode().strip()); break\n"
-          "    except OSError:\n        time.sleep(0.1)\"")
+# Asks until the server answers (a generous deadline: a loaded machine starts it slowly); exit 1 if it never does.
+_FETCH = ("python3 -c \"import sys, time, urllib.request\ndeadline = time.monotonic() + 20\n"
+          "while time.monotonic() < deadline:\n    try:\n"
+          "        print(urllib.request.urlopen('http://127.0.0.1:8123/ping').read().decode().strip()); sys.exit(0)\n"
+          "    except OSError:\n        time.sleep(0.1)\nsys.exit(1)\"")
 _SERVER_TASK = {
     "task.yaml": "instruction: Serve the text pong at http://127.0.0.1:8123/ping and keep it running.\nsession: persistent\n",
     "solution.sh": ("mkdir -p www && echo pong > www/ping\n"
@@ -74,15 +76,6 @@ def _marker_processes(marker: str) -> list[int]:
     return found
 
 
-def _wait_until(condition, timeout_s: float = 60.0) -> bool:  # noqa: ANN001
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 def test_a_server_started_in_turn_1_answers_in_turn_3_and_the_check(server_task: TerminalTask) -> None:
     env = _env(server_task)
     try:
@@ -99,9 +92,10 @@ def test_a_server_started_in_turn_1_answers_in_turn_3_and_the_check(server_task:
 def test_the_same_turns_without_a_session_lose_the_server(server_task: TerminalTask) -> None:
     env = _env(server_task, session="stateless")
     for command in server_task.solution:
-        env.step(command)
-    assert "pong" not in env.step(_FETCH).observation
+        observation = env.step(command).observation
+    assert "processes the command left running were stopped" in observation
     assert not env.step("submit").success
+    assert len(env.last_check.steps) == 1  # the server never answered: the check stops at its first step
 
 
 def test_variables_directory_and_functions_carry_over(server_task: TerminalTask) -> None:
@@ -148,7 +142,10 @@ def test_nothing_the_agent_leaves_running_reaches_the_check(tmp_path: Path) -> N
         "task.yaml": "instruction: Leave a reward of 1.\nsession: persistent\n",
         "solution.sh": "true\n",
         "check.yaml": textwrap.dedent("""\
-            - run: echo secret > /tests/hidden.txt; echo 0 > /logs/verifier/reward.txt; sleep 1
+            - run: |
+                echo secret > /tests/hidden.txt; echo 0 > /logs/verifier/reward.txt
+                n=$(wc -l < /app/seen.txt)
+                until [ "$(wc -l < /app/seen.txt)" -gt $((n + 20)) ]; do :; done
             - run: cat /logs/verifier/reward.txt
               reward: true
             - run: tail -n 3 /app/seen.txt
@@ -159,7 +156,7 @@ def test_nothing_the_agent_leaves_running_reaches_the_check(tmp_path: Path) -> N
     env = _env(task)
     try:
         assert env.step(spy).observation.startswith("Exit code: 0")
-        assert _wait_until(lambda: "seen.txt" in env.step("ls").observation, 30)
+        assert wait_until(lambda: "seen.txt" in env.step("ls").observation, 30)
         result = env.step("submit")
     finally:
         env.close()
@@ -182,31 +179,31 @@ def test_the_engine_closes_each_session_when_its_trajectory_ends(server_task: Te
 
     task = Task(server_task.task_id, server_task.to_payload())
     run_rollouts(lambda: TerminalEnv(TerminalConfig()), make_jobs([task], 2, 2, 0), Starter())
-    assert _wait_until(lambda: not _marker_processes(marker), 30), "a session's process outlived its trajectory"
+    assert wait_until(lambda: not _marker_processes(marker), 30), "a session's process outlived its trajectory"
 
 
 def test_killing_the_eval_with_sigkill_leaves_no_process(server_task: TerminalTask, tmp_path: Path) -> None:
     marker = f"arlkit-marker-{uuid.uuid4().hex}"
     script = textwrap.dedent(f"""
-        import sys, time
+        import signal
         from arlkit.envs.protocol import Task
         from arlkit.envs.terminal import TerminalConfig, TerminalEnv
         from arlkit.envs.terminal.tasks import load_task
         task = load_task({str(tmp_path / "serve-ping")!r})
         env = TerminalEnv(TerminalConfig())
         env.reset(Task(task.task_id, task.to_payload()), 0)
-        print(env.step("nohup sleep 1000 {marker} > /dev/null 2>&1 & sleep 0.2").observation.splitlines()[0], flush=True)
-        time.sleep(1000)
+        print(env.step("nohup sleep 1000 {marker} > /dev/null 2>&1 &").observation.splitlines()[0], flush=True)
+        signal.pause()  # until the test kills this process
     """)
     before = set(glob.glob(os.path.join(tempfile.gettempdir(), "arlkit-sbx-*")))
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().startswith("Exit code: 0")
-        assert _wait_until(lambda: bool(_marker_processes(marker)), 30)
+        assert wait_until(lambda: bool(_marker_processes(marker)), 30)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    assert _wait_until(lambda: not _marker_processes(marker), 60), "a process outlived the killed eval"
+    assert wait_until(lambda: not _marker_processes(marker), 60), "a process outlived the killed eval"
     for left in set(glob.glob(os.path.join(tempfile.gettempdir(), "arlkit-sbx-*"))) - before:
         shutil.rmtree(left, ignore_errors=True)  # the killed process's run folder (it could not remove it)
 
