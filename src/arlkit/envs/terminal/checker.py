@@ -27,7 +27,8 @@ from arlkit.envs.terminal.workspace import CommandLimits, exchange
 from arlkit.sandbox import Sandbox
 
 __all__ = [
-    "CheckResult", "CheckStep", "StepOutcome", "decode_steps", "encode_steps", "judge_check", "parse_steps", "run_check",
+    "CheckResult", "CheckStep", "StepOutcome", "check_request", "decode_steps", "encode_steps", "judge_check",
+    "parse_steps", "run_check",
 ]
 
 _KEYS = {"run", "exit", "stdout", "line", "reward"}
@@ -162,6 +163,16 @@ def _reward_shortfall(text: str) -> str:
     return "" if value >= 1.0 else f"the reward is {value:g}, below 1"
 
 
+def check_request(steps: Sequence[CheckStep], limits: CommandLimits) -> dict[str, Any]:
+    """What the driver gets to run ``steps``: their scripts and exit statuses (the expected outputs
+    stay here), the limits, and how many bytes of each output to keep (enough to compare)."""
+    longest = max((len((s.stdout or s.line or "").encode()) for s in steps), default=0)
+    return {
+        "timeout_s": limits.timeout_s, "keep_bytes": max(limits.keep_bytes, longest + 64),
+        "max_output_bytes": limits.max_output_bytes, "steps": [{"run": s.run, "exit": s.exit} for s in steps],
+    }
+
+
 def run_check(
     sandbox: Sandbox,
     archive: bytes,
@@ -172,12 +183,8 @@ def run_check(
 ) -> CheckResult:
     """Run the check ``steps`` on the task folder ``archive`` (with the ``support`` archive, the
     task's tests, unpacked at ``/tests``); never raises on anything the folder holds."""
-    longest = max((len((s.stdout or s.line or "").encode()) for s in steps), default=0)
-    keep = max(limits.keep_bytes, longest + 64)
-    request = {
-        "timeout_s": limits.timeout_s, "keep_bytes": keep, "max_output_bytes": limits.max_output_bytes,
-        "steps": [{"run": s.run, "exit": s.exit} for s in steps],  # the expected outputs stay here
-    }
+    request = check_request(steps, limits)
+    keep = request["keep_bytes"]
     files: dict[str, str | bytes] = {"workspace.tar": archive}
     if support:
         files["support.tar"] = support

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from arlkit.envs.terminal.checker import CheckStep, CheckResult, judge_check
+from arlkit.envs.terminal.checker import CheckResult, CheckStep, check_request, judge_check
 from arlkit.envs.terminal.workspace import DRIVER_SOURCE, ROOT, CommandLimits, CommandResult, parse_command_fields
 from arlkit.sandbox import NestedProgram, Sandbox, SandboxError, SandboxProcess
 
@@ -150,12 +150,8 @@ class ShellSession:
         """Run the check ``steps`` beside the live shell (with ``support`` unpacked at ``/tests``)."""
         if not self.alive:
             return CheckResult(False, error=f"the shell session is not running ({self.error or 'closed'})")
-        keep = max(limits.keep_bytes, max((len((s.stdout or s.line or "").encode()) for s in steps), default=0) + 64)
-        ask = {
-            "op": "check", "timeout_s": limits.timeout_s, "keep_bytes": keep, "max_output_bytes": limits.max_output_bytes,
-            "steps": [{"run": s.run, "exit": s.exit} for s in steps],  # the expected outputs stay here
-            "support": base64.b64encode(support).decode("ascii"),
-        }
+        ask = {**check_request(steps, limits), "op": "check", "support": base64.b64encode(support).decode("ascii")}
+        keep = ask["keep_bytes"]
         start = time.monotonic()
         reply = self._exchange(ask, limits.timeout_s + _MARGIN_S)
         duration = time.monotonic() - start
