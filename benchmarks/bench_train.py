@@ -57,7 +57,7 @@ def run_arlkit(args: argparse.Namespace, model: Path, work: Path, precision: str
         "model": str(model), "env": {"name": "frozenlake", "args": ENV}, "train_tasks": 64, "steps": args.steps, "budget": str(args.budget),
         "tasks_per_step": args.tasks, "group_size": args.group, "prompt": {"history": None, "counters": "observation"},
         "sampling": {"temperature": 1.0, "max_new_tokens": args.reply_tokens}, "optim": {"lr": 1e-5},
-        "algo": {"kl_coef": 0.01}, "validation": {"every": 0}, "precision": precision, "progress": False,
+        "algo": {"kl_coef": 0.01}, "validation": {"every": 0}, "model.precision": precision, "progress": False,
         "tensorboard": False, "checkpoint_every": 1000,
     })
     train(config, out)

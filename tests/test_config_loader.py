@@ -1,22 +1,23 @@
-"""The one config loader (``arlkit.config``): the ``env`` and ``prompt`` sections every config shares,
-old flat keys refused with their new place, run identities recorded before the nesting unchanged,
-behaviour cloning's optimizer and schedule built like RL's, and YAML alias bombs and deep nesting
-refused in one short line."""
+"""The one config loader (``arlkit.config``): the ``env``, ``prompt`` and ``model`` sections, keys outside a
+config refused naming the valid ones, the eval run identity, behaviour cloning's optimizer and schedule
+built like RL's, and YAML alias bombs and deep nesting refused in one short line."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from arlkit.cli import main
-from arlkit.config import ConfigError, EnvSpec, config_to_plain, flat_plain, identity_plain, load_config, read_yaml
+from arlkit.config import ConfigError, EnvSpec, config_to_plain, load_config, read_yaml
 from arlkit.envs.frozenlake.env import FrozenLakeConfig
 from arlkit.policies import BackendOptions
 from arlkit.recipes.eval import EvalConfig, _run_identity
 from arlkit.rollout import PromptConfig
-from arlkit.train import OptimConfig, SFTConfig, TrainConfig
+from arlkit.rollout.engine import EngineConfig
+from arlkit.train import ModelConfig, OptimConfig, SFTConfig, TrainConfig
 
 CONFIGS = (EvalConfig, TrainConfig, SFTConfig)
 
@@ -49,61 +50,44 @@ def test_a_bare_environment_name_is_short_for_its_name(tmp_path: Path) -> None:
     assert load_config(TrainConfig, None, {"env": "{name: sokoban}"}).env == EnvSpec("sokoban")
 
 
-@pytest.mark.parametrize(
-    ("cls", "key", "moved"),
-    [
-        *[(cls, key, new) for cls in CONFIGS for key, new in (
-            ("env_args", "env.args"), ("budget_mode", "prompt.budget_mode"), ("history", "prompt.history"),
-            ("counters", "prompt.counters"))],
-        *[(SFTConfig, key, f"optim.{key}") for key in ("lr", "warmup_steps", "weight_decay", "grad_clip")],
-    ],
-)
-def test_old_flat_keys_name_their_new_place(cls: type, key: str, moved: str, tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=rf"^{key}: moved to {moved}$"):
-        load_config(cls, _yaml(tmp_path, f"env: frozenlake\n{key}: {{}}\n" if key == "env_args" else f"{key}: 1\n"))
-    with pytest.raises(ConfigError, match=rf"^{key}: moved to {moved}$"):
-        load_config(cls, None, {f"{key}.size" if key == "env_args" else key: "1"})
+@pytest.mark.parametrize("cls", CONFIGS)
+def test_a_key_outside_the_config_is_refused_naming_the_valid_ones(cls: type, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^unknown key 'env_args'; valid keys: .*\benv\b.*\bprompt\b") as raised:
+        load_config(cls, _yaml(tmp_path, "env: frozenlake\nenv_args: {size: 5}\n"))
+    assert "\n" not in str(raised.value)
 
 
-def test_old_keys_on_the_command_line_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    old = _yaml(tmp_path, "env: frozenlake\nenv_args: {size: 5}\nhistory: 0\n")
-    for argv in (["train", "--check", "--config", str(old)], ["sft", "--check", "--config", str(old)],
-                 ["eval", "--config", str(old)]):
+def test_a_key_outside_the_config_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = _yaml(tmp_path, "env: frozenlake\nhistory: 0\n")
+    for argv in (["train", "--check", "--config", str(bad)], ["sft", "--check", "--config", str(bad)],
+                 ["eval", "--config", str(bad)]):
         assert main([*argv, "--out", str(tmp_path / "out")]) == 2, argv
         err = capsys.readouterr().err.strip()
-        assert err.endswith("error: env_args: moved to env.args") and "\n" not in err, err
+        assert "unknown key 'history'" in err and "\n" not in err, err
     assert not (tmp_path / "out").exists()
 
 
-def test_the_eval_run_identity_keeps_its_flat_form() -> None:
-    # recorded with the flat EvalConfig (env, env_args, budget_mode, history, counters) before the nesting
-    before = {"bootstrap": 2000, "budget_mode": "hidden", "budgets": ["50%", "10"], "context_length": 512,
-              "counters": "observation", "env": "frozenlake", "env_args": {
-                  "headroom_threshold": 0.1, "p_frozen": 0.8, "seed": 0, "size": 6, "slippery": True,
-                  "success_rate": 0.3333333333333333, "t_max": 70, "task_set": "random"},
-              "history": 2, "ks": [1, 2], "policies": ["oracle", "random"], "prompt_version": "arlkit-budget-prompt-v1",
-              "samples": 2, "sampling": {"max_new_tokens": None, "temperature": 1.0, "top_k": 0, "top_p": 1.0},
-              "seed": 0, "split": "test", "tasks": 3}
+@pytest.mark.parametrize("cls", (TrainConfig, SFTConfig))
+def test_the_model_section_takes_a_path_alone(cls: type, tmp_path: Path) -> None:
+    config = load_config(cls, _yaml(tmp_path, "model: {path: tiny:micro, precision: fp32}\n"), {"model": "runs/x"})
+    assert config.model == ModelConfig("runs/x", precision="fp32")  # model=PATH sets the path, the rest stays
+    assert load_config(cls, _yaml(tmp_path, "model: runs/y\n")).model == ModelConfig("runs/y")
+    assert cls(model="runs/z").model == ModelConfig("runs/z")  # Python callers: the same shorthand
+    with pytest.raises(ValueError, match="model: expected a ModelConfig or a model path"):
+        cls(model=3)
+
+
+def test_the_eval_run_identity_is_the_config_with_its_env_resolved() -> None:
     config = EvalConfig(env=EnvSpec("frozenlake", {"size": 6}), policies=("oracle", "random"), tasks=3, samples=2,
                         budgets=("50%", "10"), prompt=PromptConfig("hidden", 2, "observation"), ks=(1, 2),
                         backend=BackendOptions(context_length=512))
-    assert _run_identity(config) == before
-
-
-def test_the_train_run_identity_keeps_its_flat_form() -> None:
-    # run.json's "config" of a training run recorded before the nesting: same keys, same order
-    before_keys = ["model", "env", "env_args", "train_tasks", "preset", "algo", "budget", "budget_mode", "history",
-                   "counters", "steps", "tasks_per_step", "group_size", "mini_batches", "epochs", "optim", "sampling",
-                   "reward", "lora", "validation", "precision", "attn_implementation", "share_prefix", "max_tokens",
-                   "max_active", "seed", "checkpoint_every", "keep_checkpoints", "tensorboard", "wandb", "progress"]
-    # (wandb came later; it is a runtime field, left out of the comparison, so older runs still resume)
-    config = load_config(TrainConfig, None, {"env.args": "{size: 4, t_max: 24}", "prompt.history": "1",
-                                             "prompt.counters": "observation", "budget": "budgetmix"})
-    flat = flat_plain(config)
-    assert list(flat) == before_keys
-    assert (flat["env"], flat["env_args"], flat["budget_mode"], flat["history"], flat["counters"]) == (
-        "frozenlake", {"size": 4, "t_max": 24}, "announced", 1, "observation")
-    assert json.loads(json.dumps(flat)) == flat
+    identity = _run_identity(config)
+    assert identity["env"] == {"name": "frozenlake", "args": config_to_plain(FrozenLakeConfig(size=6))}
+    assert identity["prompt"] == config_to_plain(config.prompt) and identity["context_length"] == 512
+    # what does not change results is left out: the engine's bounds, errors allowed, W&B, timeouts
+    assert {"engine", "allow_errors", "wandb", "backend"}.isdisjoint(identity)
+    assert _run_identity(replace(config, engine=EngineConfig(max_active=3), wandb="p")) == identity
+    assert json.loads(json.dumps(identity)) == identity
 
 
 def test_sft_reuses_optim_config_with_its_own_defaults() -> None:
@@ -129,16 +113,6 @@ def test_sft_builds_the_optimizer_and_schedule_it_built_before() -> None:
         params = [torch.nn.Parameter(torch.zeros(2))]
         old = torch.optim.AdamW(params, lr=optim.lr, weight_decay=optim.weight_decay)  # what SFT built before
         assert adamw(params, optim).defaults == old.defaults
-
-
-def test_late_fields_are_left_out_of_identities_only_at_their_default() -> None:
-    assert "start" in config_to_plain(FrozenLakeConfig())  # the saved config keeps every field
-    assert "start" not in identity_plain(FrozenLakeConfig())
-    assert identity_plain(FrozenLakeConfig(start="random"))["start"] == "random"
-    sft = identity_plain(SFTConfig())
-    assert "label_noise" not in sft and {"profile", "tool_calls"}.isdisjoint(sft["prompt"])  # nested too
-    changed = identity_plain(SFTConfig(label_noise=0.1, prompt=PromptConfig(profile="compact")))
-    assert changed["label_noise"] == 0.1 and changed["prompt"]["profile"] == "compact"
 
 
 def _bomb(levels: int, width: int = 9) -> str:

@@ -158,30 +158,16 @@ def test_errored_trajectories_are_kept_apart_withheld_and_retried_on_resume(tmp_
     assert "policy errors" not in (out / "summary.md").read_text()
 
 
-def test_errored_lines_of_older_records_are_moved_out_and_retried(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    config = EvalConfig(env=EnvSpec("frozenlake", {"size": 4, "t_max": 8}), policies=("noisy-oracle:0.3",), tasks=3,
-                        samples=2, budgets=("100%",), bootstrap=100)
-    reference = run_eval(config, tmp_path / "run")
-    path = tmp_path / "run" / "trajectories.jsonl"
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
-    lines[2] |= {"error": "APIConnectionError after 5 attempt(s)", "turns": [], "success": False, "success_turn": None}
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))  # as an older arlkit stored it
-    resumed = run_eval(config, tmp_path / "run")
-    assert resumed.resumed == len(lines) - 1 and not resumed.failed
-    assert _by_key(resumed.trajectories) == _by_key(reference.trajectories)
-    assert [t.error for t in read_trajectories(tmp_path / "run" / "errors.jsonl")] == ["APIConnectionError after 5 attempt(s)"]
-
-
-def test_an_eval_recorded_before_a_late_env_option_resumes_and_a_changed_option_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_env_option_spelled_at_its_default_resumes_and_a_changed_option_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "run"
     base = {"size": 4, "slippery": False, "t_max": 8}
     first = run_eval(EvalConfig(env=EnvSpec("frozenlake", base), policies=("oracle",), tasks=3, samples=1,
                                 budgets=("100%",), bootstrap=100), out)
     recorded = json.loads((out / "run.json").read_text(encoding="utf-8"))
-    assert "start" not in json.dumps(recorded)  # the form recorded before FrozenLake's ``start`` existed
+    assert recorded["env"]["args"]["start"] == "corner"  # the identity holds the env's whole resolved config
     again = run_eval(EvalConfig(env=EnvSpec("frozenlake", {**base, "start": "corner"}), policies=("oracle",), tasks=3,
                                 samples=1, budgets=("100%",), bootstrap=100), out)  # the default, spelled out
-    assert [r.pass_ for r in again.rows] == [r.pass_ for r in first.rows]
-    with pytest.raises(ConfigError, match="env_args.start"):
+    assert [r.pass_ for r in again.rows] == [r.pass_ for r in first.rows] and again.resumed == len(first.trajectories)
+    with pytest.raises(ConfigError, match="env.args.start"):
         run_eval(EvalConfig(env=EnvSpec("frozenlake", {**base, "start": "random"}), policies=("oracle",), tasks=3,
                             samples=1, budgets=("100%",), bootstrap=100), out)

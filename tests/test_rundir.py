@@ -11,22 +11,35 @@ from pathlib import Path
 
 import pytest
 
+from arlkit import __version__
 from arlkit.config import ConfigError
 from arlkit.rundir import (
-    LOCK_NAME, RunDirBusy, atomic_path, atomic_write_json, atomic_write_text, check_run_dir, claim_run_dir, hold_run_dir,
+    LOCK_NAME, RUN_SCHEMA, RunDirBusy, atomic_path, atomic_write_json, atomic_write_text, check_run_dir, claim_run_dir, hold_run_dir,
 )
 
 DEADLINE_S = 60.0
 
 IDENTITY = {"config": {"lr": 0.1, "steps": 10, "progress": True}, "version": 1}
+RECORD = {"schema": RUN_SCHEMA, "arlkit": __version__, **IDENTITY}
+"""What ``run.json`` holds for ``IDENTITY``: the record's schema and the writing arlkit first."""
 
 
 def test_a_fresh_folder_is_claimed_and_the_same_identity_resumes(tmp_path: Path) -> None:
     run = tmp_path / "run"
     assert claim_run_dir(run, IDENTITY).resumed is False
-    assert json.loads((run / "run.json").read_text()) == IDENTITY
+    assert json.loads((run / "run.json").read_text()) == RECORD
     again = claim_run_dir(run, IDENTITY)
     assert again.resumed is True and again.changes == []
+
+
+@pytest.mark.parametrize("record", [{"schema": RUN_SCHEMA + 1, "arlkit": "9.0.0"}, {}])
+def test_a_record_of_another_schema_is_refused_naming_its_writer(tmp_path: Path, record: dict) -> None:
+    (tmp_path / "run.json").write_text(json.dumps({**record, **IDENTITY}))
+    writer = "arlkit 9.0.0" if record else "another arlkit"
+    with pytest.raises(ConfigError, match=rf"holds a run written by {writer} \(record schema") as refused:
+        claim_run_dir(tmp_path, IDENTITY, force=True)
+    assert f"reads schema {RUN_SCHEMA}" in str(refused.value) and "\n" not in str(refused.value)
+    assert json.loads((tmp_path / "run.json").read_text()) == {**record, **IDENTITY}  # nothing written
 
 
 def test_another_identity_is_refused_naming_the_difference(tmp_path: Path) -> None:
@@ -34,7 +47,7 @@ def test_another_identity_is_refused_naming_the_difference(tmp_path: Path) -> No
     other = {**IDENTITY, "config": {**IDENTITY["config"], "lr": 0.2}}
     with pytest.raises(ConfigError, match=r"holds a different run \(differs in: config\.lr\)"):
         claim_run_dir(tmp_path, other)
-    assert json.loads((tmp_path / "run.json").read_text()) == IDENTITY  # nothing written
+    assert json.loads((tmp_path / "run.json").read_text()) == RECORD  # nothing written
 
 
 def test_volatile_keys_may_change_and_force_records_the_changes(tmp_path: Path) -> None:
@@ -106,7 +119,7 @@ def test_a_second_holder_is_refused_naming_the_first_and_a_killed_one_leaves_no_
         message = str(refused.value)
         assert f"pid {holder.pid}" in message and "started " in message and "'-c'" in message  # its command
         assert "\n" not in message
-        assert json.loads((run / "run.json").read_text()) == IDENTITY
+        assert json.loads((run / "run.json").read_text()) == RECORD
     finally:
         holder.kill()  # SIGKILL: no clean-up runs; the kernel releases the lock
         holder.wait(timeout=DEADLINE_S)

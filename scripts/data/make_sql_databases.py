@@ -2,7 +2,7 @@
 (``src/arlkit/data/sql/databases/<db>.sql.gz``): ``.venv/bin/python scripts/data/make_sql_databases.py``.
 
 Each script (``CREATE TABLE`` + ``INSERT``) is a pure function of a fixed seed, drawn with
-SplitMix64 (:mod:`arlkit.envs.splitmix`, so the output cannot change with the Python version). The
+SplitMix64 (``scripts/data/splitmix.py``, so the output cannot change with the Python version). The
 SHA-256 of every script is pinned in :data:`arlkit.envs.sql.databases.SCRIPT_SHA256`; the tests check
 that the shipped files equal this output. At run time :mod:`arlkit.envs.sql.databases` builds the
 SQLite files from the shipped scripts.
@@ -19,7 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arlkit.envs.splitmix import SplitMix64
+sys.path.append(str(Path(__file__).resolve().parent))  # scripts/data/ when loaded by path (the tests' data_script)
+from splitmix import SplitMix64  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[2] / "src" / "arlkit" / "data" / "sql" / "databases"
 

@@ -25,6 +25,7 @@ the last lines of the check are printed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import re
 import shutil
@@ -39,6 +40,8 @@ from arlkit.envs.terminal.tasks import (
     KINDS, SkippedTask, TaskRefused, TerminalTask, is_task_folder, load_task, load_task_set,
 )
 
+_SANDBOX = dataclasses.replace(TerminalConfig().sandbox, memory_mb=4096)
+"""The terminal's own sandbox with 4 GiB of memory per command."""
 _SPECIFICS = re.compile(r"\([^()]*\)$")  # a reason's trailing details: grouped apart from the rest
 # What a failed oracle run most likely lacked, read from its commands' and check's output, first match.
 _CAUSES = (
@@ -144,7 +147,7 @@ def run_oracle(root: Path, tasks: list[TerminalTask], n: int, seed: int) -> list
         return []
     chosen = random.Random(seed).sample(tasks, min(n, len(tasks)))
     env = TerminalEnv(TerminalConfig(data_dir=str(root), command_timeout_s=300.0, check_timeout_s=600.0,
-                                     max_workspace_mb=256, memory_mb=4096, t_max=64))
+                                     max_workspace_mb=256, sandbox=_SANDBOX, t_max=64))
     by_name = {t.name: t for t in env.all_tasks()}
     rows = []
     for picked in sorted(chosen, key=lambda t: t.name):
@@ -170,7 +173,7 @@ def untouched_passing(root: Path, tasks: list[TerminalTask]) -> list[str]:
     """The tasks whose check passes on the untouched folder (nothing done): checks that cannot tell."""
     if not tasks:
         return []
-    env = TerminalEnv(TerminalConfig(data_dir=str(root), check_timeout_s=600.0, memory_mb=4096))
+    env = TerminalEnv(TerminalConfig(data_dir=str(root), check_timeout_s=600.0, sandbox=_SANDBOX))
     passing = []
     for spec in env.all_tasks():
         env.reset(Task(spec.task_id, spec.to_payload()), 0)

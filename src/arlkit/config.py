@@ -27,7 +27,6 @@ from typing import Any, ClassVar, TypeVar
 import yaml
 
 __all__ = [
-    "MOVED_KEYS",
     "ConfigError",
     "EnvSpec",
     "RunError",
@@ -38,9 +37,7 @@ __all__ = [
     "config_from_dict",
     "config_to_dict",
     "config_to_plain",
-    "flat_plain",
-    "identity_plain",
-    "late_field",
+    "expand_shorthands",
     "load_config",
     "parse_key_values",
     "parse_yaml",
@@ -146,6 +143,8 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
         if not isinstance(value, (str, int, float)):
             raise ConfigError(f"{name}: expected a string, got {_brief(value)}")
         return str(value)
+    if callable(getattr(annotation, "from_setting", None)):  # a value type written as text (a Budget)
+        return annotation.from_setting(value)  # its errors name the setting
     return value
 
 
@@ -168,6 +167,17 @@ def build_config(cls: type[C], values: Mapping[str, Any], *, where: str = "") ->
         return cls(**kwargs)
     except ValueError as exc:  # __post_init__ validation
         raise ConfigError(f"{prefix}{exc}") from None
+
+
+def expand_shorthands(config: Any) -> None:
+    """For a frozen config's ``__post_init__``: a string given for a section whose type has a ``SHORTHAND``
+    field becomes that section holding the string there (``env="sokoban"``, ``model="runs/bc/final"``), as
+    in YAML and ``key=value`` overrides."""
+    hints = typing.get_type_hints(type(config))
+    for f in dataclasses.fields(config):
+        tp, value = hints.get(f.name), getattr(config, f.name)
+        if isinstance(value, str) and _is_dataclass_type(tp) and getattr(tp, "SHORTHAND", None):
+            object.__setattr__(config, f.name, tp(**{tp.SHORTHAND: value}))
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
@@ -352,56 +362,12 @@ class EnvSpec:
     """Environment config overrides, e.g. ``{size: 5, t_max: 32, task_set: budget_sensitive}``."""
 
 
-MOVED_KEYS: dict[str, str] = {
-    "env_args": "env.args",
-    "budget_mode": "prompt.budget_mode",
-    "history": "prompt.history",
-    "counters": "prompt.counters",
-}
-"""Top-level keys of the flat configs before the ``env`` and ``prompt`` sections, and where they went.
-A config class lists its own in a ``MOVED_KEYS`` class attribute; such a key is refused naming its new
-place (``history: moved to prompt.history``)."""
-
-
-LATE = "arlkit_late"
-"""Field metadata key of :func:`late_field`."""
-
-
-def late_field(default: Any) -> Any:
-    """A config field added after run identities were first recorded: while it holds ``default`` (the
-    behaviour from before it existed) :func:`identity_plain` leaves it out, so those runs still resume."""
-    return dataclasses.field(default=default, metadata={LATE: True})
-
-
-def identity_plain(config: Any) -> dict[str, Any]:
-    """:func:`config_to_plain` as run identities record it: every :func:`late_field` at its default is
-    left out, in nested configs too."""
-    return _plain(config, drop_late=True)
-
-
-def flat_plain(config: Any) -> dict[str, Any]:
-    """:func:`identity_plain` with the ``env`` and ``prompt`` sections spliced back, in place, as the
-    flat keys they replaced (``env``, ``env_args``; ``budget_mode``, ``history``, ``counters``; the
-    ``engine`` section as its ``max_active``): the form
-    run identities (``run.json``) were recorded in before the nesting, so those runs still resume."""
-    out: dict[str, Any] = {}
-    for key, value in identity_plain(config).items():
-        if key == "env" and isinstance(value, dict):
-            out["env"], out["env_args"] = value["name"], value["args"]
-        elif key == "prompt" and isinstance(value, dict):
-            out.update(value)
-        elif key == "engine" and isinstance(value, dict):
-            out["max_active"] = value["max_active"]  # the engine's other bounds came later, none changes results
-        else:
-            out[key] = value
-    return out
-
-
 # -- the loader: YAML files and dotted key=value overrides ---------------------------------------------
 
 
 def _is_dataclass_type(tp: Any) -> bool:
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp)
+    """A config section's type: a dataclass that is not a value type written as text (``from_setting``)."""
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp) and not hasattr(tp, "from_setting")
 
 
 def _field_default(cls: type, name: str) -> Any:
@@ -420,23 +386,28 @@ def _shallow(instance: Any) -> dict[str, Any]:
 
 def config_from_dict(cls: type[C], data: Mapping[str, Any], *, where: str = "") -> C:
     """Build ``cls`` from a nested mapping (nested dataclass fields from nested mappings; a partial
-    section overrides the field's own default). A key the class lists in ``MOVED_KEYS`` is refused
-    naming its new place; a string for a section with a ``SHORTHAND`` field sets that field."""
+    section overrides the field's own default, unless its class builds it from the mapping alone with a
+    ``from_section`` classmethod); a string for a section with a ``SHORTHAND`` field sets that field; a
+    dotted key (``sandbox.memory_mb``) sets a field of a section."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where or cls.__name__}: expected a mapping, got {type(data).__name__}")
+    if any("." in str(key) for key in data):
+        nested: dict[str, Any] = {}
+        for key, value in data.items():
+            _set_dotted(nested, str(key), dict(value) if isinstance(value, Mapping) else value, cls)
+        data = nested
     hints = typing.get_type_hints(cls)
-    moved: Mapping[str, str] = getattr(cls, "MOVED_KEYS", {})
     values: dict[str, Any] = {}
     for key, value in data.items():
         tp = hints.get(key)
         name = f"{where}.{key}" if where else str(key)
-        if key in moved:
-            raise ConfigError(f"{name}: moved to {f'{where}.' if where else ''}{moved[key]}")
         if tp is not None and _is_dataclass_type(tp):
             if isinstance(value, str) and getattr(tp, "SHORTHAND", None):
                 value = {tp.SHORTHAND: value}
             if isinstance(value, tp):
                 values[key] = value
+            elif isinstance(value, Mapping) and hasattr(tp, "from_section"):
+                values[key] = tp.from_section(value, where=name)  # a section that builds itself (AlgoConfig)
             elif isinstance(value, Mapping):
                 base = _field_default(cls, key)
                 merged = {**(_shallow(base) if base is not None else {}), **value}
@@ -450,20 +421,18 @@ def config_from_dict(cls: type[C], data: Mapping[str, Any], *, where: str = "") 
     return build_config(cls, values, where=where)
 
 
-def config_to_plain(config: Any) -> dict[str, Any]:
-    """A YAML/JSON-friendly nested dict (tuples become lists)."""
-    return _plain(config, drop_late=False)
-
-
-def _plain(x: Any, *, drop_late: bool) -> Any:
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return {f.name: _plain(getattr(x, f.name), drop_late=drop_late) for f in dataclasses.fields(x)
-                if not (drop_late and f.metadata.get(LATE) and getattr(x, f.name) == f.default)}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v, drop_late=drop_late) for v in x]
-    if isinstance(x, Mapping):
-        return {str(k): _plain(v, drop_late=drop_late) for k, v in x.items()}
-    return x
+def config_to_plain(config: Any) -> Any:
+    """A config as YAML/JSON-friendly nested dicts and lists (tuples become lists, a value type written as
+    text its ``setting()``)."""
+    if callable(getattr(config, "setting", None)) and not isinstance(config, type):
+        return config.setting()
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return {f.name: config_to_plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    if isinstance(config, (list, tuple)):
+        return [config_to_plain(v) for v in config]
+    if isinstance(config, Mapping):
+        return {str(k): config_to_plain(v) for k, v in config.items()}
+    return config
 
 
 def _field_type(cls: Any, part: str) -> Any:

@@ -11,7 +11,9 @@ run's *identity* (the config values that decide its results) in a JSON file ther
 - ``resume=False`` refuses any existing run (``arlkit train`` without ``--resume``); ``resume=True``
   continues one, or starts in an empty folder; ``resume=None`` (the default) decides from the folder.
 
-Keys listed in ``volatile`` (worker counts, timeouts, progress bars) may change between runs.
+A record starts with ``schema`` (:data:`RUN_SCHEMA`, the shape of the identities this arlkit writes)
+and ``arlkit`` (the version that wrote it); a record of another shape is refused with one line naming
+the arlkit that wrote it. Keys listed in ``volatile`` (worker counts, timeouts, progress bars) may change between runs.
 Files are written through a temporary sibling and a rename (:func:`atomic_path`), so a kill never
 leaves half a file; a full disk raises ``OSError(ENOSPC)`` naming the file it was writing.
 
@@ -42,10 +44,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
+from arlkit import __version__
 from arlkit.config import ConfigError, config_diff
 
 __all__ = [
     "LOCK_NAME",
+    "RUN_SCHEMA",
     "RunClaim",
     "RunDirBusy",
     "atomic_path",
@@ -59,8 +63,13 @@ __all__ = [
     "hold_run_dir",
     "holds_run_dir",
     "read_complete_jsonl",
+    "run_record",
     "run_dir_entries",
 ]
+
+RUN_SCHEMA = 1
+"""The shape of run records: a change to any command's identity (its config's fields or sections)
+raises it, so a folder written by another shape is refused instead of compared key by key."""
 
 _DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
 _DISK_FULL_TEXT = ("No space left on device", "os error 28", "Disk quota exceeded")
@@ -205,7 +214,12 @@ def check_run_dir(
             raise ConfigError(f"{info} is not valid JSON; choose another --out") from None
         if not isinstance(old, dict):
             raise ConfigError(f"{info} does not hold a run record; choose another --out")
-        old.pop("forced_changes", None)  # the record of an earlier --force, not part of the identity
+        if old.get("schema") != RUN_SCHEMA:
+            writer = f"arlkit {old['arlkit']}" if "arlkit" in old else "another arlkit"
+            raise ConfigError(f"{run} holds a run written by {writer} (record schema {old.get('schema', 'none')}; "
+                              f"arlkit {__version__} reads schema {RUN_SCHEMA}); choose another --out")
+        for key in ("schema", "arlkit", "forced_changes"):  # forced_changes: the record of an earlier --force
+            old.pop(key, None)
         diff = config_diff(_without(old, volatile), _without(identity, volatile))
         if diff and not force:
             keys = ", ".join(dict.fromkeys(line.split(":", 1)[0] for line in diff))
@@ -245,12 +259,17 @@ def claim_run_dir(
     info = run / record
     if claim is None:
         run.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(info, dict(identity), fsync=True)
+        atomic_write_json(info, run_record(identity), fsync=True)
         return RunClaim(resumed=False)
     if claim.changes:
         old = json.loads(info.read_text(encoding="utf-8")) if merge else {}
-        atomic_write_json(info, {**old, **identity, "forced_changes": claim.changes}, fsync=True)
+        atomic_write_json(info, {**old, **run_record(identity), "forced_changes": claim.changes}, fsync=True)
     return claim
+
+
+def run_record(identity: Mapping[str, Any]) -> dict[str, Any]:
+    """``identity`` as a run record: the schema and the writing arlkit first."""
+    return {"schema": RUN_SCHEMA, "arlkit": __version__, **identity}
 
 
 # -- one writer per run folder ----------------------------------------------------------------------

@@ -253,7 +253,7 @@ def _plain_pg(old: Tensor, new: Tensor, adv: Tensor, mask: Tensor, mode: str) ->
        mode=st.sampled_from(LOSS_AGG_MODES))
 def test_ratio_one_gives_the_plain_policy_gradient(seed: int, b: int, l: int, name: str, mode: str) -> None:
     old, _, adv, mask = _batch(seed, b, l, row_adv=name in ("gspo", "sapo"))
-    fixed = POLICY_LOSSES.get(name).flags.get("agg_mode")
+    fixed = POLICY_LOSSES.get(name).flags.agg_mode
     mode = fixed or mode
     loss, grad, metrics = _grad(name, old, old.clone(), adv, mask, mode)
     ref_new = old.clone().requires_grad_(True)

@@ -85,7 +85,7 @@ def test_run_loading_and_refusals(fl_run: Path, sokoban_run: Path, tmp_path: Pat
 
 
 def test_runs_carry_their_counter_position(fl_run: Path, tmp_path: Path) -> None:
-    """The analyses rebuild prompts with the counters where the run put them (run.json's ``counters``);
+    """The analyses rebuild prompts with the counters where the run put them (run.json's ``prompt.counters``);
     runs that put them in different places are refused, like runs with different budget modes."""
     import json
     import shutil
@@ -93,8 +93,8 @@ def test_runs_carry_their_counter_position(fl_run: Path, tmp_path: Path) -> None
     moved = tmp_path / "observation"
     shutil.copytree(fl_run, moved)
     record = json.loads((moved / "run.json").read_text())
-    (moved / "run.json").write_text(json.dumps({**record, "counters": "observation"}))
-    assert load_run(fl_run).counters == record.get("counters", "system")
+    (moved / "run.json").write_text(json.dumps({**record, "prompt": {**record["prompt"], "counters": "observation"}}))
+    assert load_run(fl_run).counters == record["prompt"]["counters"] == "system"
     assert load_run(moved).counters == "observation"
     assert paired_runs([moved], base_spec="noisy-oracle:0.6", rl_spec="noisy-oracle:0.2").counters == "observation"
     with pytest.raises(AnalysisInputError, match="turn counters"):

@@ -74,14 +74,16 @@ def test_eval_config_file_with_flags_overriding_it(tmp_path: Path, capsys: pytes
                       "bootstrap: 100\nallow_errors: true\n")
     assert main(["eval", "--config", str(config), "--out", str(tmp_path / "file")]) == 0
     from_file = _identity(tmp_path / "file")
-    assert (from_file["env_args"]["size"], from_file["tasks"], from_file["budget_mode"], from_file["history"]) == (
-        4, 2, "hidden", 1)
+    assert (from_file["env"]["args"]["size"], from_file["tasks"], from_file["prompt"]["budget_mode"],
+            from_file["prompt"]["history"]) == (4, 2, "hidden", 1)
     # a flag wins over the file's key; the file's other keys stay
     assert main(["eval", "--config", str(config), "--out", str(tmp_path / "flags"), "--tasks", "3",
                  "--env-arg", "size=5", "--history", "null", "--policy", "oracle", "--no-allow-errors"]) == 0
     flags = _identity(tmp_path / "flags")
-    assert (flags["env_args"]["size"], flags["env_args"]["t_max"], flags["tasks"], flags["history"]) == (5, 8, 3, None)
-    assert flags["policies"] == ["oracle"] and flags["budget_mode"] == "hidden" and flags["budgets"] == ["50%", "full"]
+    args = flags["env"]["args"]
+    assert (args["size"], args["t_max"], flags["tasks"], flags["prompt"]["history"]) == (5, 8, 3, None)
+    assert flags["policies"] == ["oracle"] and flags["prompt"]["budget_mode"] == "hidden"
+    assert flags["budgets"] == ["50%", "full"]
     # the same run given by flags alone is the same run (resumes)
     capsys.readouterr()
     assert main(["eval", "--out", str(tmp_path / "flags"), "--env-arg", "size=5", "--env-arg", "t_max=8",

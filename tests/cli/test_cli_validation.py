@@ -60,11 +60,11 @@ def test_an_infinite_learning_rate_is_refused_by_the_entry_point(tmp_path: Path)
         (["train", "--check", "seed=-1"], ("seed", ">= 0")),
         (["train", "--check", "validation.tasks=0"], ("tasks", ">= 1")),
         (["train", "--check", "steps=1", "steps=2"], ("'steps' is given twice",)),
-        (["train", "--check", "attn_implementation=fast"], ("attn_implementation", "valid choices", "sdpa")),
+        (["train", "--check", "model.attn_implementation=fast"], ("model.attn_implementation", "valid choices", "sdpa")),
         (["sft", "--check", "optim.lr=.nan"], ("optim: lr", "finite")),
-        (["sft", "--check", "lr=1e-3"], ("lr: moved to optim.lr",)),
-        (["train", "--check", "history=0"], ("history: moved to prompt.history",)),
-        (["train", "--check", "env_args.size=5"], ("env_args: moved to env.args",)),
+        (["sft", "--check", "lr=1e-3"], ("unknown key 'lr'", "optim")),
+        (["train", "--check", "history=0"], ("unknown key 'history'", "prompt")),
+        (["train", "--check", "model.precision=fp8"], ("model: precision", "auto, fp32, bf16")),
         (["sft", "--check", "batch_rows=0"], ("batch_rows", ">= 1")),
         (["sft", "--check", "optim.grad_clip=-1"], ("grad_clip", ">= 0")),
         (["sft", "--check", "expert=noisy-oracle:2"], ("expert", "[0, 1]")),
@@ -140,7 +140,7 @@ def test_check_resolves_model_paths(tmp_path: Path, capsys: pytest.CaptureFixtur
     good = _fake_model_dir(tmp_path / "good")
     assert main(["train", "--out", out, "--check", f"model=hf:{good}"]) == 0
     shown = json.loads(capsys.readouterr().out)  # the whole config, and what it resolved to
-    assert shown["resolved"]["preset"] == "grpo" and shown["config"]["model"] == f"hf:{good}"
+    assert shown["resolved"]["algo"]["preset"] == "grpo" and shown["config"]["model"]["path"] == f"hf:{good}"
     assert shown["resolved"]["algo"]["policy_loss"] == "vanilla" and shown["config"]["optim"]["lr"] > 0
     assert main(["sft", "--out", out, "--check", f"model={good}", f"expert=hf:{good}"]) == 0
     assert not (tmp_path / "out").exists()
@@ -164,7 +164,7 @@ def test_the_shared_helpers_name_the_field() -> None:
 def test_a_full_disk_while_building_the_tiny_model_is_one_line_exit_1(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import arlkit.cli.model_cmd as model_cmd
+    import arlkit.recipes.model as model_recipe
 
     class SafetensorError(Exception):  # safetensors' own type; the OS error only in its text
         pass
@@ -172,7 +172,7 @@ def test_a_full_disk_while_building_the_tiny_model_is_one_line_exit_1(
     def no_space(*args: object, **kwargs: object) -> None:
         raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
 
-    monkeypatch.setattr(model_cmd, "init_tiny_model", no_space)
+    monkeypatch.setattr(model_recipe, "init_tiny_model", no_space)
     out = tmp_path / "nano"
     assert main(["model", "init", "--out", str(out)]) == 1
     _one_line_error(capsys, "No space left on device while writing " + str(out))

@@ -181,8 +181,8 @@ def test_same_seed_same_transcript() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [{"t_max": 0}, {"test_timeout_s": 0}, {"test_timeout_s": 30, "step_budget_s": 10}, {"memory_mb": 8},
-     {"n_public": -1}, {"min_isolation": "vm"}, {"difficulty": "nightmare"}, {"feedback_chars": 5}],
+    [{"t_max": 0}, {"test_timeout_s": 0}, {"test_timeout_s": 30, "step_budget_s": 10}, {"sandbox": {"memory_mb": 8}},
+     {"n_public": -1}, {"sandbox": {"min_isolation": "vm"}}, {"difficulty": "nightmare"}, {"feedback_chars": 5}],
 )  # fmt: skip
 def test_config_rejects_bad_values(bad: dict[str, object]) -> None:
     with pytest.raises((ValueError, ConfigError)):

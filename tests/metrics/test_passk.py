@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arlkit.metrics import bootstrap_mean, paired_bootstrap_difference, pass_at_k, successes_within
-from arlkit.budgets import resolve_budget, resolve_budgets
+from arlkit.budgets import Budget, resolve_budgets
 from arlkit.metrics.passkt import default_ks, upper_bound_per_task
 
 
@@ -62,15 +62,16 @@ def test_budgets_are_rounded_up_in_exact_arithmetic() -> None:
 
 def test_one_budget_parser_for_evaluation_and_training() -> None:
     # training's forms: full, budgetmix, turns and percentages, with the same wording as evaluation's
-    assert resolve_budget("full", 24) == (24,) and resolve_budget("6", 24) == (6,) and resolve_budget("25%", 24) == (6,)
-    assert resolve_budget("budgetmix", 24) == (3, 5, 8, 10, 12, 15, 17, 20, 22, 24)
+    turns = {spec: Budget.parse(spec).turns(24) for spec in ("full", "6", "25%", "budgetmix")}
+    assert turns == {"full": (24,), "6": (6,), "25%": (6,), "budgetmix": (3, 5, 8, 10, 12, 15, 17, 20, 22, 24)}
+    assert str(Budget.parse(" 25% ")) == "25%" and Budget.parse(6) == Budget.parse("6")  # the setting as written
     with pytest.raises(ValueError, match=r"budget '40' gives 40 turns; budgets must be between 1 and T_max = 24"):
-        resolve_budget("40", 24)
+        Budget.parse("40").turns(24)
     with pytest.raises(ValueError, match=r"budget '40' gives 40 turns; budgets must be between 1 and T_max = 24"):
         resolve_budgets(["40"], 24)
     with pytest.raises(ValueError, match=r"^budget 'often' is not full \(T_max\), budgetmix, a percentage of T_max "
                                          r"like 25% or a whole number of turns$"):
-        resolve_budget("often", 24)
+        Budget.parse("often")
     with pytest.raises(ValueError, match=r"^budget 'often' is not full \(T_max\), a percentage of T_max like 25% "
                                          r"or a whole number of turns$"):
         resolve_budgets(["often"], 24)

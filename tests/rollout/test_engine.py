@@ -10,7 +10,7 @@ import pytest
 from arlkit.envs import make
 from arlkit.envs.checker import JUNK_REPLIES
 from arlkit.policies import CONTEXT_LENGTH_EXCEEDED, Reply, Request, make_policy
-from arlkit.rollout import PromptConfig, build_messages, make_jobs, parse_tagged_action, run_rollouts
+from arlkit.rollout import EngineConfig, PromptConfig, build_messages, make_jobs, parse_tagged_action, run_rollouts
 from arlkit.rollout.records import ENDINGS, Trajectory
 
 
@@ -26,8 +26,8 @@ def test_outcomes_do_not_depend_on_batch_composition() -> None:
     tasks = _factory()().tasks("test", 6)
     jobs = make_jobs(tasks, 4, 20, seed=5)
     policy = make_policy("noisy-oracle:0.4")
-    wide = run_rollouts(_factory(), jobs, policy, max_active=256)
-    narrow = run_rollouts(_factory(), jobs, policy, max_active=3)
+    wide = run_rollouts(_factory(), jobs, policy, engine=EngineConfig(max_active=256))
+    narrow = run_rollouts(_factory(), jobs, policy, engine=EngineConfig(max_active=3))
     assert _summary(wide) == _summary(narrow)
     other_seed = run_rollouts(_factory(), make_jobs(tasks, 4, 20, seed=6), policy)
     assert _summary(other_seed) != _summary(wide)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from arlkit.config import flat_plain
 from arlkit.recipes.eval import EvalConfig
 from arlkit.rollout.prompts import (
     COMPACT_PROMPT_VERSION,
@@ -55,8 +54,3 @@ def test_rt_profile_is_unchanged_and_the_versions_tell_the_profiles_apart() -> N
 def test_an_unknown_profile_is_refused_with_the_choices() -> None:
     with pytest.raises(ValueError, match="profile must be one of rt, compact"):
         PromptConfig(profile="short")  # type: ignore[arg-type]
-
-
-def test_run_identities_name_the_profile_only_when_it_is_not_the_default() -> None:
-    assert "profile" not in flat_plain(EvalConfig())  # runs recorded before profiles existed still resume
-    assert flat_plain(EvalConfig(prompt=PromptConfig(profile="compact")))["profile"] == "compact"

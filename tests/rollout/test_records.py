@@ -96,25 +96,6 @@ def test_the_announced_remaining_budget_survives_a_jsonl_round_trip(tmp_path: Pa
     assert [[turn.remaining for turn in t.turns] for t in back] == [[turn.remaining for turn in t.turns] for t in trajs]
 
 
-def test_records_older_than_the_remaining_field_load(tmp_path: Path) -> None:
-    path = tmp_path / "t.jsonl"
-    lines = []
-    for sample, mode in enumerate(("announced", "hidden")):
-        trajectory = _trajectory("<action>Left</action>", "Left", "o", sample)
-        trajectory.budget_mode = mode
-        trajectory.turns.append(TurnRecord("<action>Up</action>", "Up", True, 0.0, "o2", remaining=4))
-        data = trajectory.to_json()
-        for turn in data["turns"]:
-            del turn["remaining"]  # as written before the field existed
-        lines.append(json.dumps(data))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    announced, hidden = read_trajectories(path)
-    # what every prompt announced: the budget (5) less the turns completed; nothing in hidden mode
-    assert [turn.remaining for turn in announced.turns] == [5, 4]
-    assert [turn.remaining for turn in hidden.turns] == [None, None]
-    assert [turn.reply for turn in announced.turns] == ["<action>Left</action>", "<action>Up</action>"]
-
-
 @dataclass
 class SurrogatePolicy:
     """Replies with lone surrogates inside and outside the action tag (as a server's JSON

@@ -19,5 +19,5 @@ def test_the_alfworld_config_checks(tmp_path: Path) -> None:
                            "--check"], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     checked = json.loads(done.stdout)["config"]
-    assert checked["preset"] == "gigpo" and checked["env"]["name"] == "alfworld" and checked["prompt"]["history"] == 2
+    assert checked["algo"]["preset"] == "gigpo" and checked["env"]["name"] == "alfworld" and checked["prompt"]["history"] == 2
     assert checked["reward"] == {"success_reward": 10.0, "invalid_action_penalty": 0.1, "strict_format": True}

@@ -53,7 +53,8 @@ def test_chi_square_matches_scipy() -> None:
 
 def _write_run(run: Path, groups: list[dict], budget: str = "budgetmix", t_max: int = 10) -> None:
     run.mkdir()
-    (run / "run.json").write_text(json.dumps({"config": {"budget": budget, "budget_mode": "announced"}, "t_max": t_max}))
+    (run / "run.json").write_text(json.dumps({"config": {"budget": budget, "prompt": {"budget_mode": "announced"}},
+                                              "t_max": t_max}))
     (run / "rollouts.jsonl").write_text("".join(json.dumps(g) + "\n" for g in groups))
 
 

@@ -147,27 +147,19 @@ def test_no_usable_checkpoint_stops_the_run_in_one_line(
         load_latest_checkpoint(run)
 
 
-def test_a_checkpoint_without_manifest_loads_with_a_warning(
+def test_a_checkpoint_without_manifest_is_set_aside(
     finished_run: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # written before manifests existed: complete (renamed into place) but unverifiable
+    # the manifest is written first, so a checkpoint without one is not arlkit's: it is never unpickled
     reference, config = finished_run
     run = _copy_run(reference, tmp_path)
-    for manifest in (run / "checkpoints").glob("*.manifest.json"):
-        manifest.unlink()
+    (run / "checkpoints" / "step_000003.manifest.json").unlink()
     capsys.readouterr()
     assert main(["train", "--config", str(config), "--out", str(run), "--resume"]) == 0
     captured = capsys.readouterr()
-    assert "resumed at step 3" in captured.out
-    assert "step_000003.pt has no manifest" in captured.err and "unverified" in captured.err
-    _truncate(run / "checkpoints" / "step_000003.pt")  # unverifiable and unreadable: still falls back
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        found = load_latest_checkpoint(run)
-    assert found is not None and found[0].name == "step_000002.pt" and found[1]["step"] == 2
-    messages = [str(w.message) for w in caught if issubclass(w.category, CheckpointWarning)]
-    assert any("step_000003.pt cannot be read" in m and "resuming from step_000002.pt" in m for m in messages), messages
-    assert any("step_000002.pt has no manifest" in m for m in messages), messages
+    assert "resumed at step 2" in captured.out
+    assert "step_000003.pt has no manifest step_000003.manifest.json" in captured.err
+    assert (run / "checkpoints" / "step_000003.pt.corrupt").is_file()
 
 
 class _Planted:
@@ -204,7 +196,9 @@ def test_a_planted_pickle_is_never_run_and_the_previous_checkpoint_is_used(
     captured = capsys.readouterr()
     assert not marker.exists()
     named = [line for line in captured.err.splitlines() if "step_000003.pt" in line and "warning:" in line]
-    assert any("tensors and plain values" in line and "resuming from step_000002.pt" in line for line in named), captured.err
+    # refused for what it holds, or, without a manifest, before it is read at all
+    why = "tensors and plain values" if manifest == "rewritten" else "has no manifest"
+    assert any(why in line and "resuming from step_000002.pt" in line for line in named), captured.err
     assert "resumed at step 2" in captured.out and "Traceback" not in captured.err
     assert (run / "final" / "model.safetensors").read_bytes() == (reference / "final" / "model.safetensors").read_bytes()
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from arlkit.cli import main
+from arlkit.algos import get_preset
 from arlkit.config import ConfigError, EnvSpec, config_diff, config_to_plain, load_config
 from arlkit.recipes.eval import EvalConfig
 from arlkit.train import SFTConfig, TrainConfig, check_train_config
@@ -19,14 +20,14 @@ def _yaml(tmp_path: Path, text: str) -> Path:
 
 
 def test_nested_sections_merge_onto_field_defaults(tmp_path: Path) -> None:
-    path = _yaml(tmp_path, "preset: rloo\noptim:\n  lr: 3.0e-4\nsampling:\n  temperature: 0.9\n"
+    path = _yaml(tmp_path, "algo:\n  preset: rloo\noptim:\n  lr: 3.0e-4\nsampling:\n  temperature: 0.9\n"
                            "validation:\n  dynamics:\n    states: 16\nenv:\n  args:\n    size: 5\n")
     config = load_config(TrainConfig, path, {"algo.kl_coef": "0.05", "group_size": "4", "prompt.history": "null"})
     assert config.optim.lr == 3e-4 and config.optim.grad_clip == 1.0
     # a partial section keeps the field's own default (max_new_tokens 32, not SamplingConfig's 256)
     assert config.sampling.temperature == 0.9 and config.sampling.max_new_tokens == 32
     assert config.validation.dynamics.states == 16 and config.validation.dynamics.actions == 8
-    assert config.algo == {"kl_coef": 0.05} and config.group_size == 4 and config.prompt.history is None
+    assert config.algo == get_preset("rloo", kl_coef=0.05) and config.group_size == 4 and config.prompt.history is None
     assert config.env == EnvSpec("frozenlake", {"size": 5})
     again = load_config(TrainConfig, None, {})
     assert config_diff(config_to_plain(again), config_to_plain(again)) == []
@@ -45,7 +46,7 @@ def test_nested_sections_merge_onto_field_defaults(tmp_path: Path) -> None:
         ({"budget": "budgetmix", "prompt.budget_mode": "hidden"}, "prompt.budget_mode"),
         ({"prompt.counters": "middle"}, "prompt: counters"),
         ({"env.args": "5"}, "env.args"),
-        ({"precision": "fp8"}, "precision"),
+        ({"model.precision": "fp8"}, "model: precision"),
     ],
 )
 def test_bad_values_name_the_field(overrides: dict[str, str], field: str) -> None:
@@ -58,19 +59,18 @@ def test_bad_values_name_the_field(overrides: dict[str, str], field: str) -> Non
     [
         ({"group_size": "1"}, "group_size"),
         ({"budget": "40", "env": {"args": {"size": 4, "t_max": 24}}}, "budget '40' gives 40 turns"),
-        ({"preset": "ppo", "algo": {"needs_critic": False}}, "needs_critic"),
-        ({"preset": "grpo", "algo": {"adv_estimator": "gae"}}, "needs_critic"),
-        ({"preset": "gigpo", "algo": {"step_rows": False}}, "step_rows"),
+        ({"algo": {"preset": "ppo", "step_rows": True}, "prompt": {"history": 1}}, "algo.step_rows: the PPO critic"),
+        ({"algo": {"adv_estimator": "gae", "step_rows": True}, "prompt": {"history": 1}}, "algo.step_rows: the PPO"),
+        ({"algo": {"preset": "gigpo", "step_rows": False}}, "algo: step_rows"),
         ({"prompt": {"history": 2}}, "prompt.history"),
-        ({"preset": "nope"}, "preset"),
+        ({"algo": {"preset": "nope"}}, "algo: unknown preset 'nope'; valid choices: cispo, dapo"),
         ({"env": "nowhere"}, "env.name: unknown environment 'nowhere'"),
         ({"algo": {"kl_coeff": 0.1}}, "kl_coeff"),
     ],
 )
 def test_impossible_combinations_name_the_field(overrides: dict, field: str) -> None:
-    config = load_config(TrainConfig, None, overrides)
     with pytest.raises(ConfigError, match=field):
-        check_train_config(config)
+        check_train_config(load_config(TrainConfig, None, overrides))
 
 
 def test_budget_settings_resolve() -> None:
@@ -80,7 +80,7 @@ def test_budget_settings_resolve() -> None:
     assert mix.budgets == (3, 5, 8, 10, 12, 15, 17, 20, 22, 24)
     assert check_train_config(load_config(TrainConfig, None, {**base, "budget": "6"})).budgets == (6,)
     assert check_train_config(load_config(TrainConfig, None, {**base, "budget": "25%"})).budgets == (6,)
-    assert check_train_config(load_config(TrainConfig, None, {"preset": "ppo"})).algo.needs_critic
+    assert check_train_config(load_config(TrainConfig, None, {"algo.preset": "ppo"})).algo.needs_critic
 
 
 def test_cli_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -88,7 +88,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
         ["train", "--out", str(tmp_path / "a"), "group_size=1"],
         ["train", "--out", str(tmp_path / "b"), "bogus=1"],
         ["train", "--out", str(tmp_path / "c"), "--config", str(_yaml(tmp_path, "steps: [1, 2]\n"))],
-        ["train", "--out", str(tmp_path / "d"), "preset=ppo", "algo.needs_critic=false"],
+        ["train", "--out", str(tmp_path / "d"), "algo.preset=ppo", "algo.step_rows=true"],
         ["train", "--out", str(tmp_path / "e"), "budget=99"],
         ["train", "--out", str(tmp_path / "f"), "--config", str(tmp_path / "missing.yaml")],
         ["sft", "--out", str(tmp_path / "g"), "steps=0"],
@@ -98,7 +98,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and "error:" in err, err
-    assert main(["train", "--out", str(tmp_path / "ok"), "--check", "preset=gigpo", "budget=budgetmix"]) == 0
+    assert main(["train", "--out", str(tmp_path / "ok"), "--check", "algo.preset=gigpo", "budget=budgetmix"]) == 0
     assert '"step_rows": true' in capsys.readouterr().out
     assert not (tmp_path / "ok").exists()
 

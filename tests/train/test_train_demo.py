@@ -72,7 +72,7 @@ def test_demo_quick_writes_every_file(quick_demo: QuickDemo) -> None:
     assert sorted(p.name for p in (out / "eval").iterdir()) == ["base", "budgetmix-s0", "budgetmix-s1", "full-s0", "full-s1"]
     for folder in stages:
         run = json.loads((folder / "run.json").read_text())
-        profile = run["config"]["prompt"]["profile"] if folder.name == "bc" else run.get("profile", run.get("config", {}).get("profile"))
+        profile = run.get("config", run)["prompt"]["profile"]  # cloning and RL record their config; an eval is one
         assert (run["prompt_version"], profile) == (COMPACT_PROMPT_VERSION, "compact"), folder
     for folder in rl_runs:
         run = folder.name
@@ -106,16 +106,11 @@ def _pooled_is_the_mean_of_the_seeds(rows: list[dict]) -> None:
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "seeded"
 """The quick demo's table (``demo_quick_table.<kernels>.csv``), one per torch CPU kernel family
-(``torch.backends.cpu.get_cpu_capability()``), recorded when the demo's recipe last changed on purpose (session
-18: the budget-fork maps, an aware share in cloning; docs/training.md, "The demo's recipe"); re-record them only
-with such a change. Session 20's unshared cloning forwards changed the quick demo's weights in the last bits but
-no sampled token: its AVX2 table stayed byte for byte the same, so the AVX512 one, recorded before, is kept.
-Session 24's batched prefix passes in RL forwards likewise left both tables byte for byte the same (the AVX2 one
-checked on an AVX512 machine with ``ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2``).
-A family has its own file because float reductions round differently between kernel families and a sampled
-token that flips sends a trajectory elsewhere: measured in session 20, the AVX2 table differs from the AVX512
-one in 24 of its 224 cells, by up to one sample of 64 at Pass@1 and one map of 8 at Pass@8 (the full demo's
-tables differ by several points: docs/training.md), so no tolerance between families is principled."""
+(``torch.backends.cpu.get_cpu_capability()``); re-record them only with a change that moves the demo's
+results on purpose (its recipe, its maps). A family has its own file because float reductions round
+differently between kernel families and a sampled token that flips sends a trajectory elsewhere: the AVX2
+table differs from the AVX512 one in about a tenth of its cells, by up to one sample at Pass@1 and one map
+at Pass@8, so no tolerance between families is principled."""
 
 
 @pytest.mark.slow
@@ -228,7 +223,7 @@ def test_bad_rl_seeds_end_in_one_line(tmp_path: Path, seeds: str, message: str) 
 
 def test_finding_1_reads_the_base_on_the_evaluation_maps() -> None:
     """The base's optimal-action rate (finding 1, the RL runs' step-0 R_single) is measured on a pool
-    built from the same held-out maps as the evaluation (docs/training.md, "The fast CPU again")."""
+    built from the same held-out maps as the evaluation (docs/training.md, "The demo's recipe")."""
     from arlkit.recipes.demo import demo_plan
 
     full = demo_plan(quick=False)

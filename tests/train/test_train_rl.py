@@ -50,8 +50,9 @@ def test_one_step_of_every_preset_changes_the_weights(preset: str, bc_dir: Path,
     name = preset.removesuffix("-step-rows")
     step_rows = name in STEP_ROW_PRESETS or preset.endswith("-step-rows")
     # no weight decay: AdamW's decay alone would move every weight even with zero gradients
-    config = _config(bc_dir, preset=name, prompt={"history": 1 if step_rows else None}, tasks_per_step=4, group_size=8,
-                     algo={"step_rows": True} if preset.endswith("-step-rows") else {}, optim={"weight_decay": 0.0})
+    config = _config(bc_dir, prompt={"history": 1 if step_rows else None}, tasks_per_step=4, group_size=8,
+                     algo={"preset": name, **({"step_rows": True} if preset.endswith("-step-rows") else {})},
+                     optim={"weight_decay": 0.0})
     result = train(config, tmp_path / "run")
     before, after = _weights(bc_dir), _weights(result.final_model)
     changed = [k for k in before if not torch.equal(before[k], after[k])]
@@ -74,7 +75,7 @@ def test_chunked_backward_trains_as_one_backward(bc_dir: Path, tmp_path: Path) -
     and gradient norm as one backward over the mini-batch (an entropy bonus and the KL term included),
     up to float rounding, and the weights move."""
     # two mini-batches: the second update's policy has moved from the reference, so its KL term is not 0
-    overrides: dict[str, Any] = {"tasks_per_step": 4, "group_size": 4, "max_tokens": 256, "mini_batches": 2,
+    overrides: dict[str, Any] = {"tasks_per_step": 4, "group_size": 4, "model.max_tokens": 256, "mini_batches": 2,
                                  "optim": {"weight_decay": 0.0}, "algo": {"entropy_coeff": 0.01, "kl_coef": 0.05}}
     runs = {flag: train(_config(bc_dir, chunked_backward=flag, **overrides), tmp_path / str(flag)) for flag in (False, True)}
     one, chunked = (read_metrics(tmp_path / str(flag) / "metrics.jsonl")[-1] for flag in (False, True))
@@ -122,7 +123,7 @@ def _groups(run: Path) -> list[dict]:
 def test_budgetmix_draws_one_candidate_per_group_announces_it_and_passes_audit(bc_dir: Path, tmp_path: Path) -> None:
     env = dict(EASY_ENV, t_max=10)
     config = _config(bc_dir, env={"args": env}, budget="budgetmix", steps=3, tasks_per_step=6, group_size=2,
-                     prompt={"history": 1}, algo={"step_rows": True}, preset="gigpo")
+                     prompt={"history": 1}, algo={"preset": "gigpo"})
     train(config, tmp_path / "mix")
     groups = _groups(tmp_path / "mix")
     assert len(groups) == 18

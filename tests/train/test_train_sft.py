@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -120,10 +121,9 @@ def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Pa
                        samples=2, prompt=PromptConfig(history=1), steps=7, batch_rows=8,
                        optim=OptimConfig(lr=3e-3, warmup_steps=2), checkpoint_every=2)
     reference = run_sft(config, tmp_path / "reference", progress=False)
-    # the default rt profile is left out of the identity, as run folders recorded before profiles hold it
+    # the identity is the whole config, defaults included
     recorded = json.loads((tmp_path / "reference" / "run.json").read_text())["config"]
-    assert "profile" not in recorded["prompt"]
-    assert "label_noise" not in recorded  # likewise label_noise 0, which came later
+    assert recorded["prompt"]["profile"] == "rt" and recorded["label_noise"] == 0.0
 
     real_score_rows, calls = sft_module.score_rows, [0]
 
@@ -164,12 +164,11 @@ def test_share_prefix_off_clones_the_same_model_with_unshared_forwards(nano_dir:
 
     monkeypatch.setattr(sft_module, "score_rows", recording)
     shared = run_sft(config, tmp_path / "shared", progress=False)
-    unshared = run_sft(SFTConfig(**{**config.__dict__, "share_prefix": False}), tmp_path / "unshared", progress=False)
+    unshared = run_sft(replace(config, model=replace(config.model, share_prefix=False)), tmp_path / "unshared",
+                       progress=False)
     assert asked == [True] * 3 + [False] * 3
     # the same cloning, computed by other forwards: equal up to float rounding
     assert abs(unshared.final_loss - shared.final_loss) < 1e-4 * max(1.0, shared.final_loss)
-    # the default stays out of run folders recorded before the option existed
-    assert "share_prefix" not in json.loads((tmp_path / "shared" / "run.json").read_text())["config"]
 
 
 class _RequestTimeLabels:

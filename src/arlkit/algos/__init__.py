@@ -22,6 +22,7 @@ from arlkit.algos.advantages import (
     AdvantageFn,
     AdvantageInputs,
     AdvantageOutput,
+    EstimatorFlags,
     GRPOConfig,
     adv_estimator_config,
     compute_advantage,
@@ -39,6 +40,7 @@ from arlkit.algos.policy_losses import (
     SEQ_MASK_DELTA,
     CISPOConfig,
     GSPOConfig,
+    LossFlags,
     PolicyLossFn,
     PolicyLossOutput,
     SAPOConfig,
@@ -49,8 +51,9 @@ from arlkit.algos.policy_losses import (
     sequence_mask_rows,
 )
 from arlkit.algos.presets import PRESETS, AlgoConfig, Preset, algo_config_from_dict, get_preset, list_presets, override
-from arlkit.algos.registry import NoConfig, Registry, RegistryEntry
+from arlkit.algos.registry import NoConfig, RegistryEntry
 from arlkit.algos.rewards import RewardConfig, StepValidity, classify_step, episode_reward, step_rewards
+from arlkit.registry import Registry
 
 __all__ = [
     "ADV_ESTIMATORS",
@@ -67,12 +70,14 @@ __all__ = [
     "AlgoConfig",
     "CISPOConfig",
     "EMPGConfig",
+    "EstimatorFlags",
     "FilterConfig",
     "FilterDecision",
     "GAEConfig",
     "GRPOConfig",
     "GSPOConfig",
     "GiGPOConfig",
+    "LossFlags",
     "NoConfig",
     "PolicyLossFn",
     "PolicyLossOutput",

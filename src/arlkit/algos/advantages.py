@@ -26,13 +26,15 @@ from torch import Tensor
 
 from arlkit.algos._groups import GroupStats, codes_of, first_row, group_stats, pair_codes
 from arlkit.algos.aggregation import masked_whiten
-from arlkit.algos.registry import NoConfig, Registry
+from arlkit.algos.registry import NoConfig, RegistryEntry, entry_builder
+from arlkit.registry import Registry
 
 __all__ = [
     "ADV_ESTIMATORS",
     "AdvantageFn",
     "AdvantageInputs",
     "AdvantageOutput",
+    "EstimatorFlags",
     "GRPOConfig",
     "GroupKeys",
     "adv_estimator_config",
@@ -124,19 +126,41 @@ class AdvantageOutput(NamedTuple):
 
 
 AdvantageFn = Callable[[AdvantageInputs, Any], AdvantageOutput]
-ADV_ESTIMATORS: Registry[AdvantageFn] = Registry("advantage estimator")
-"""The advantage-estimator registry (name -> function, config class, flags)."""
+
+
+@dataclass(frozen=True)
+class EstimatorFlags:
+    """What an advantage estimator requires of the trainer."""
+
+    needs_critic: bool = False
+    """A value model (its values in ``AdvantageInputs.values``)."""
+    needs_step_rows: bool = False
+    """One training row per environment step (``traj_index`` and ``step_index``)."""
+    needs_entropy: bool = False
+    """The old policy's token entropies (``old_entropy``), taken in a pass of their own before the updates."""
+    needs_anchor_states: bool = False
+    """Environment states that group steps across trajectories (``anchor_keys``: the env's ``state_key``)."""
+
+
+ADV_ESTIMATORS: Registry[RegistryEntry[AdvantageFn, EstimatorFlags]] = Registry(
+    "advantage estimator", modules=("arlkit.algos.gae", "arlkit.algos.gigpo", "arlkit.algos.empg")
+)
+"""The advantage-estimator registry (name -> function, config class, :class:`EstimatorFlags`); ``modules``
+are the estimators registered outside this module."""
 
 
 def register_adv_estimator(
-    name: str, config_cls: type = NoConfig, *, needs_critic: bool = False, needs_step_rows: bool = False
+    name: str, config_cls: type = NoConfig, *, needs_critic: bool = False, needs_step_rows: bool = False,
+    needs_entropy: bool = False, needs_anchor_states: bool = False,
 ) -> Callable[[AdvantageFn], AdvantageFn]:
     """Decorator registering ``fn(inputs, config) -> AdvantageOutput`` under ``name``.
 
-    ``needs_critic`` / ``needs_step_rows`` tell presets what the estimator requires (a value model;
-    one row per environment step). A duplicate name raises ``ValueError``.
+    The ``needs_*`` flags tell presets and the trainer what the estimator requires (:class:`EstimatorFlags`).
+    A duplicate name raises ``ValueError``.
     """
-    return ADV_ESTIMATORS.register(name, config_cls, needs_critic=needs_critic, needs_step_rows=needs_step_rows)
+    flags = EstimatorFlags(needs_critic=needs_critic, needs_step_rows=needs_step_rows, needs_entropy=needs_entropy,
+                           needs_anchor_states=needs_anchor_states)
+    return ADV_ESTIMATORS.register(name, entry_builder(ADV_ESTIMATORS.kind, name, config_cls, flags))
 
 
 def adv_estimator_config(name: str, config: Any = None, **overrides: Any) -> Any:

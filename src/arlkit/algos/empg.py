@@ -51,7 +51,7 @@ class EMPGConfig:
     """Base advantage: statistics over all step rows of a group, or one score per trajectory."""
 
 
-@register_adv_estimator("empg", EMPGConfig, needs_step_rows=True)
+@register_adv_estimator("empg", EMPGConfig, needs_step_rows=True, needs_entropy=True)
 def _empg(inputs: AdvantageInputs, config: EMPGConfig) -> AdvantageOutput:
     """EMPG (module docstring). Reads what GRPO reads plus ``old_entropy``, ``traj_index``, ``step_index``."""
     inputs.require("empg", "old_entropy", "traj_index", "step_index")

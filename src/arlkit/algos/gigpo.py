@@ -1,5 +1,7 @@
 """GiGPO: episode-level plus anchor-state step-level group advantages (Feng et al. 2025; AA App. A.3.1;
 RT App. A.4; docs/algorithms.md#advantage-estimators).
+AA: "ARLArena: A Unified Framework for Stable Agentic Reinforcement Learning"
+RT: "What Does Multi-Turn Reinforcement Learning Really Improve in LLM Agents?"
 
 ``A = A^E + ω·A^S`` per step row:
 
@@ -98,7 +100,7 @@ def gigpo_step_advantage(inputs: AdvantageInputs, group: Tensor, config: GiGPOCo
     return torch.where(informative, centred, torch.zeros_like(centred)), informative
 
 
-@register_adv_estimator("gigpo", GiGPOConfig, needs_step_rows=True)
+@register_adv_estimator("gigpo", GiGPOConfig, needs_step_rows=True, needs_anchor_states=True)
 def _gigpo(inputs: AdvantageInputs, config: GiGPOConfig) -> AdvantageOutput:
     """GiGPO ``A = A^E + ω·A^S`` (module docstring). Reads ``scores``/``token_level_rewards`` (episode score
     per row), ``index``, ``traj_index``, ``step_index``, ``step_rewards``, ``anchor_keys``."""

@@ -1,5 +1,6 @@
 """Policy losses behind a registry: vanilla dual-clip PPO/GRPO, GSPO, CISPO, SAPO (AA §2.2, App. A.2;
 docs/algorithms.md#policy-losses).
+AA: "ARLArena: A Unified Framework for Stable Agentic Reinforcement Learning"
 
 Every loss has the same signature, so a trainer calls ``policy_loss(name, ...)`` with no special cases:
 
@@ -40,8 +41,9 @@ import torch
 from torch import Tensor
 
 from arlkit.algos.aggregation import LOSS_AGG_MODES, agg_loss, masked_mean, row_mean
-from arlkit.algos.registry import NoConfig, Registry, RegistryEntry
+from arlkit.algos.registry import NoConfig, RegistryEntry, entry_builder
 from arlkit.config import ConfigError
+from arlkit.registry import Registry
 
 __all__ = [
     "POLICY_LOSSES",
@@ -49,6 +51,7 @@ __all__ = [
     "SEQ_MASK_DELTA",
     "CISPOConfig",
     "GSPOConfig",
+    "LossFlags",
     "PolicyLossFn",
     "PolicyLossOutput",
     "SAPOConfig",
@@ -78,8 +81,18 @@ class PolicyLossOutput(NamedTuple):
 PolicyLossFn = Callable[..., PolicyLossOutput]
 Aggregate = Callable[[Tensor, Tensor, str], Tensor]
 """``aggregate(token_losses, mask, mode) -> scalar loss``: how a policy loss reduces its ``(B, L)`` matrix."""
-POLICY_LOSSES: Registry[PolicyLossFn] = Registry("policy loss")
-"""The policy-loss registry (name -> function, config class, flags)."""
+
+
+@dataclass(frozen=True)
+class LossFlags:
+    """What a policy loss fixes for its caller."""
+
+    agg_mode: str | None = None
+    """The aggregation it always uses (the caller's ``loss_agg_mode`` is then ignored); None: the caller's."""
+
+
+POLICY_LOSSES: Registry[RegistryEntry[PolicyLossFn, LossFlags]] = Registry("policy loss")
+"""The policy-loss registry (name -> function, config class, :class:`LossFlags`)."""
 
 
 def register_policy_loss(
@@ -92,7 +105,7 @@ def register_policy_loss(
     """
     if agg_mode is not None and agg_mode not in LOSS_AGG_MODES:
         raise ValueError(f"agg_mode: {agg_mode!r} is not one of {', '.join(LOSS_AGG_MODES)}")
-    return POLICY_LOSSES.register(name, config_cls, agg_mode=agg_mode)
+    return POLICY_LOSSES.register(name, entry_builder(POLICY_LOSSES.kind, name, config_cls, LossFlags(agg_mode)))
 
 
 def policy_loss_config(name: str, config: Any = None, **hyperparameters: Any) -> Any:
@@ -131,13 +144,13 @@ def policy_loss(
 
     Values under the mask are replaced by 0 before the formula runs, so padding may hold anything.
     """
-    entry: RegistryEntry[PolicyLossFn] = POLICY_LOSSES.get(name)
+    entry = POLICY_LOSSES.get(name)
     cfg = entry.config(config, **hyperparameters)
     shape = response_mask.shape
     for arg, tensor in (("old_log_prob", old_log_prob), ("log_prob", log_prob), ("advantages", advantages)):
         if tensor.shape != shape or tensor.dim() != 2:
             raise ValueError(f"{arg} must have the response_mask's shape {tuple(shape)}, got {tuple(tensor.shape)}")
-    mode = entry.flags.get("agg_mode") or loss_agg_mode
+    mode = entry.flags.agg_mode or loss_agg_mode
     if mode not in LOSS_AGG_MODES:
         raise ConfigError(f"loss_agg_mode: {mode!r} is not one of {', '.join(LOSS_AGG_MODES)}")
     mask = response_mask.bool()

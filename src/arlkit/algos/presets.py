@@ -1,4 +1,6 @@
 """Presets: named, typed bundles of the four policy-optimisation choices (docs/algorithms.md#presets; AA Table 1).
+AA: "ARLArena: A Unified Framework for Stable Agentic Reinforcement Learning"
+RT: "What Does Multi-Turn Reinforcement Learning Really Improve in LLM Agents?"
 
 An :class:`AlgoConfig` holds everything a trainer has to choose: the advantage estimator and its config,
 the policy loss and its hyperparameters, the loss aggregation, the KL and entropy terms, dynamic
@@ -29,8 +31,8 @@ from arlkit.algos.aggregation import LOSS_AGG_MODES
 from arlkit.algos.filtering import FilterConfig
 from arlkit.algos.kl import KL_KINDS
 from arlkit.algos.policy_losses import POLICY_LOSSES
-from arlkit.algos.registry import Registry
 from arlkit.config import ConfigError, build_config
+from arlkit.registry import Registry
 
 __all__ = ["PRESETS", "AlgoConfig", "Preset", "algo_config_from_dict", "get_preset", "list_presets", "override"]
 
@@ -39,8 +41,9 @@ __all__ = ["PRESETS", "AlgoConfig", "Preset", "algo_config_from_dict", "get_pres
 class AlgoConfig:
     """The policy-optimisation choices of a run. Defaults are the ``grpo`` preset."""
 
-    preset: str = "custom"
-    """The preset this config was built from (for logs)."""
+    preset: str = "grpo"
+    """The preset the other fields start from (:data:`PRESETS`); in a config section, the fields given
+    beside it override the preset's choices (:meth:`from_section`)."""
     adv_estimator: str = "grpo"
     """Registered advantage estimator (``grpo``, ``rloo``, ``reinforce_plus_plus_baseline``, ``gigpo``, ``gae``, ``empg``, ...)."""
     adv_config: Any = None
@@ -59,15 +62,13 @@ class AlgoConfig:
     kl_penalty: str = "low_var_kl"
     """KL estimator, see :data:`~arlkit.algos.KL_KINDS` (RT: low_var_kl; AA: k3, the same estimator)."""
     kl_coef: float = 0.01
-    """Weight of the KL term (AA's 0.01; RT's value is not legible in our copy)."""
+    """Weight of the KL term (AA's 0.01; RT's coefficient is missing from the paper's text)."""
     entropy_coeff: float = 0.0
     """Weight of the entropy bonus ``−entropy_coeff·agg(H)``."""
     dynamic_filtering: bool = False
     """Drop groups whose raw rewards are all equal and resample (docs/algorithms.md#dynamic-filtering)."""
     filter_config: FilterConfig = field(default_factory=FilterConfig)
     """Settings of dynamic filtering (used only when it is on)."""
-    needs_critic: bool = False
-    """Train a value model; required by, and only allowed with, estimators that use one (``gae``)."""
     cliprange_value: float = 0.5
     """Value clipping range of the critic loss (verl's default); used only with a critic."""
     step_rows: bool = False
@@ -85,7 +86,7 @@ class AlgoConfig:
         _check_instance("loss_config", self.loss_config, loss.config_cls, f"policy_loss={self.policy_loss!r}")
         _check_instance("filter_config", self.filter_config, FilterConfig, "dynamic filtering")
         _choice("loss_agg_mode", self.loss_agg_mode, LOSS_AGG_MODES)
-        fixed = loss.flags.get("agg_mode")
+        fixed = loss.flags.agg_mode
         if fixed and self.loss_agg_mode != fixed:
             raise ConfigError(
                 f"loss_agg_mode: policy_loss={self.policy_loss!r} always aggregates with {fixed!r} (docs/algorithms.md#policy-losses); "
@@ -99,25 +100,38 @@ class AlgoConfig:
             raise ConfigError(f"loss_scale_factor: must be > 0 or None, got {self.loss_scale_factor}")
         if self.cliprange_value <= 0:
             raise ConfigError(f"cliprange_value: must be > 0, got {self.cliprange_value}")
-        wants_critic = bool(est.flags.get("needs_critic"))
-        critic_estimators = [e.name for e in ADV_ESTIMATORS if e.flags.get("needs_critic")]
-        if wants_critic and not self.needs_critic:
-            raise ConfigError(
-                f"needs_critic: adv_estimator={self.adv_estimator!r} needs a critic; set needs_critic=True"
-            )
-        if self.needs_critic and not wants_critic:
-            raise ConfigError(
-                f"needs_critic: only estimators that use a critic ({', '.join(critic_estimators)}) take one; "
-                f"adv_estimator={self.adv_estimator!r}"
-            )
-        if est.flags.get("needs_step_rows") and not self.step_rows:
+        if self.preset not in PRESETS:
+            raise ConfigError(f"preset: unknown preset {self.preset!r}; valid choices: {', '.join(list_presets())}")
+        if est.flags.needs_step_rows and not self.step_rows:
             raise ConfigError(
                 f"step_rows: adv_estimator={self.adv_estimator!r} needs one row per environment step; "
                 "set step_rows=True"
             )
 
+    @property
+    def needs_critic(self) -> bool:
+        """Whether the run trains a value model: the estimator uses one (``gae``)."""
+        return ADV_ESTIMATORS.get(self.adv_estimator).flags.needs_critic
+
+    @classmethod
+    def from_section(cls, data: Mapping[str, Any], *, where: str = "algo") -> AlgoConfig:
+        """The ``algo`` section of a run's config: ``preset`` (default ``grpo``) and overrides of its choices,
+        flat (``kl_coef: 0.02``, ``clip_ratio_high: 0.28``) or as the nested sections :meth:`to_dict`
+        writes (``loss_config: {clip_ratio_high: 0.28}``), so a saved config reads back as it was."""
+        values = dict(data)
+        preset = str(values.pop("preset", "grpo"))
+        flat = {key: value for key, value in values.items() if not (key in _NESTED and isinstance(value, Mapping))}
+        for key in _NESTED:
+            if isinstance(values.get(key), Mapping):
+                flat |= values[key]
+        try:
+            return get_preset(preset, **flat)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable nested dict; :func:`algo_config_from_dict` rebuilds the config."""
+        """A JSON-serialisable nested dict; :func:`algo_config_from_dict` and :meth:`from_section` rebuild
+        the config."""
         return dataclasses.asdict(self)
 
 
@@ -153,7 +167,7 @@ def override(config: AlgoConfig, **overrides: Any) -> AlgoConfig:
         values["adv_config"] = None
     if "policy_loss" in top and top["policy_loss"] != config.policy_loss and "loss_config" not in top:
         values["loss_config"] = None
-        fixed = POLICY_LOSSES.get(str(top["policy_loss"])).flags.get("agg_mode")
+        fixed = POLICY_LOSSES.get(str(top["policy_loss"])).flags.agg_mode
         if fixed and "loss_agg_mode" not in top:
             values["loss_agg_mode"] = fixed
 
@@ -220,7 +234,7 @@ PRESETS: Mapping[str, Preset] = {
         "GiGPO: episode + anchor-state step advantage on step rows", {"adv_estimator": "gigpo", "step_rows": True}
     ),
     "ppo": Preset(
-        "PPO: token-level GAE with a value-clipped critic (clip 0.5)", {"adv_estimator": "gae", "needs_critic": True}
+        "PPO: token-level GAE with a value-clipped critic (clip 0.5)", {"adv_estimator": "gae"}
     ),
     "gspo": Preset("GSPO: sequence-level ratio and clip, seq-mean-token-mean", {"policy_loss": "gspo"}),
     "cispo": Preset("CISPO: clipped stop-gradient IS weight (eps_low 1.0); add sequence_mask=True for CISPO_SM",

@@ -1,22 +1,24 @@
-"""A small name -> component registry shared by the policy-loss and advantage-estimator families.
+"""The entries of the advantage-estimator and policy-loss registries (:class:`arlkit.registry.Registry`).
 
-Each entry records the callable, the frozen dataclass that types its hyperparameters, and a few
-family-specific flags, so a trainer (or a log reader) can rebuild a run from ``(name, config)``.
-Unknown names list the known ones; registering a name twice raises.
+Each entry records the callable, the frozen dataclass that types its hyperparameters, and the
+family's typed flags (:class:`~arlkit.algos.advantages.EstimatorFlags`,
+:class:`~arlkit.algos.policy_losses.LossFlags`), so a trainer (or a log reader) can rebuild a run
+from ``(name, config)``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from arlkit.config import ConfigError, build_config
 
-__all__ = ["NoConfig", "Registry", "RegistryEntry"]
+__all__ = ["NoConfig", "RegistryEntry", "entry_builder"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M")
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class NoConfig:
 
 
 @dataclass(frozen=True)
-class RegistryEntry(Generic[F]):
+class RegistryEntry(Generic[F, M]):
     """One registered component."""
 
     name: str
@@ -34,8 +36,8 @@ class RegistryEntry(Generic[F]):
     """The function the family calls with its uniform signature."""
     config_cls: type
     """Frozen dataclass holding the component's hyperparameters and their defaults."""
-    flags: Mapping[str, Any] = field(default_factory=dict)
-    """Family-specific facts about the component (e.g. a fixed aggregation mode, needs a critic)."""
+    flags: M
+    """The family's facts about the component (e.g. a fixed aggregation mode, needs a critic)."""
 
     def config(self, config: Any = None, **overrides: Any) -> Any:
         """Build the typed config: ``config`` (an instance, or None for defaults) with ``overrides`` applied.
@@ -53,46 +55,9 @@ class RegistryEntry(Generic[F]):
         return build_config(self.config_cls, {**base, **overrides}, where=self.name)
 
 
-class Registry(Generic[F]):
-    """Name -> :class:`RegistryEntry` for one family of components (``kind`` names it in messages)."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._entries: dict[str, RegistryEntry[F]] = {}
-
-    def register(self, name: str, config_cls: type = NoConfig, **flags: Any) -> Callable[[F], F]:
-        """Decorator: ``@registry.register("name", MyConfig)``; a duplicate name raises ``ValueError``."""
-        if not dataclasses.is_dataclass(config_cls):
-            raise TypeError(f"{self.kind} {name!r}: config_cls must be a dataclass, got {config_cls!r}")
-
-        def deco(fn: F) -> F:
-            if name in self._entries:
-                raise ValueError(f"{self.kind} {name!r} is already registered")
-            self._entries[name] = RegistryEntry(name, fn, config_cls, dict(flags))
-            return fn
-
-        return deco
-
-    def unregister(self, name: str) -> None:
-        """Remove ``name`` (for tests and notebooks that re-run a registration)."""
-        self.get(name)
-        del self._entries[name]
-
-    def get(self, name: str) -> RegistryEntry[F]:
-        """The entry registered as ``name``; an unknown name raises ``ValueError`` listing the known ones."""
-        try:
-            return self._entries[name]
-        except KeyError:
-            raise ConfigError(
-                f"unknown {self.kind} {name!r}; valid choices: {', '.join(sorted(self._entries))}"
-            ) from None
-
-    def names(self) -> list[str]:
-        """Registered names, sorted."""
-        return sorted(self._entries)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[RegistryEntry[F]]:
-        return iter(list(self._entries.values()))
+def entry_builder(kind: str, name: str, config_cls: type, flags: M) -> Callable[[F], RegistryEntry[F, M]]:
+    """``fn -> RegistryEntry(name, fn, config_cls, flags)`` for :meth:`arlkit.registry.Registry.register`;
+    ``config_cls`` must be a dataclass (``TypeError`` otherwise, at registration)."""
+    if not dataclasses.is_dataclass(config_cls):
+        raise TypeError(f"{kind} {name!r}: config_cls must be a dataclass, got {config_cls!r}")
+    return lambda fn: RegistryEntry(name, fn, config_cls, flags)

@@ -1,4 +1,6 @@
 """Reward pieces a trainer composes (docs/algorithms.md#rewards; RT App. A.4, AA §3.1).
+RT: "What Does Multi-Turn Reinforcement Learning Really Improve in LLM Agents?"
+AA: "ARLArena: A Unified Framework for Stable Agentic Reinforcement Learning"
 
 - the **episode reward**: success → ``success_reward`` (1; AA scales ALFWorld/WebShop to 10); a trajectory
   that exhausts its budget without success → 0; any other ending → the environment's partial reward

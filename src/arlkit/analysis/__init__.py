@@ -1,4 +1,5 @@
-"""Step-level diagnostics of multi-turn agents (docs/metrics.md; RT §3.3-§5.1; ARLArena App. F).
+"""Step-level diagnostics of multi-turn agents (docs/metrics.md; RT §3.3-§5.1; ARLArena App. F). RT:
+"What Does Multi-Turn Reinforcement Learning Really Improve in LLM Agents?"
 
 - :mod:`~arlkit.analysis.states` — rebuilding a trajectory's intermediate states by replay;
 - :mod:`~arlkit.analysis.steps` — action quality at matched states;

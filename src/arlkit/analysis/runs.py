@@ -108,7 +108,9 @@ def load_run(path: str | Path) -> RunData:
         except json.JSONDecodeError:
             raise AnalysisInputError(f"{run_json} is not valid JSON") from None
     envs = sorted({t.env for t in trajectories})
-    env = str(config.get("env") or (envs[0] if len(envs) == 1 else ""))
+    spec = config.get("env") if isinstance(config.get("env"), dict) else {}
+    prompt = config.get("prompt") if isinstance(config.get("prompt"), dict) else {}
+    env = str(spec.get("name") or (envs[0] if len(envs) == 1 else ""))
     if not env or (envs and envs != [env]):
         raise AnalysisInputError(f"{path}: trajectories come from several environments {envs}; split them into runs")
     modes = sorted({t.budget_mode for t in trajectories})
@@ -117,15 +119,15 @@ def load_run(path: str | Path) -> RunData:
     return RunData(
         path=path,
         env=env,
-        env_args=_typed_env_args(env, dict(config.get("env_args") or {})),
+        env_args=_typed_env_args(env, dict(spec.get("args") or {})),
         budget_mode=modes[0],
-        history=config.get("history"),
+        history=prompt.get("history"),
         split=config.get("split"),
         n_tasks=config.get("tasks") if isinstance(config.get("tasks"), int) else None,
         trajectories=trajectories,
         config=config,
-        counters=str(config.get("counters") or "system"),
-        profile=str(config.get("profile") or "rt"),
+        counters=str(prompt.get("counters") or "system"),
+        profile=str(prompt.get("profile") or "rt"),
     )
 
 
@@ -133,7 +135,7 @@ def refuse_native_tool_calls(runs: Sequence[RunData]) -> None:
     """Refuse runs whose policies called tools natively (``--tool-calls native``): the analyses that
     rebuild prompts rebuild text-mode ones and would replay such a run with prompts it never saw."""
     for run in runs:
-        if run.config.get("tool_calls") == "native":
+        if (run.config.get("prompt") or {}).get("tool_calls") == "native":
             raise AnalysisInputError(f"{run.path}: its policies called tools natively (--tool-calls native); this "
                                      "analysis rebuilds text-mode prompts and cannot replay it")
 

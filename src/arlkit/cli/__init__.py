@@ -19,8 +19,8 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from arlkit.config import ConfigError, RunError
-from arlkit.policies.protocol import PolicyError
+from arlkit.config import RunError
+from arlkit.recipes.catalog import USER_ERRORS
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.filterwarnings("always", category=UserWarning, module="arlkit")
         try:
             return int(args.handler(args) or 0)
-        except (UsageError, ConfigError, PolicyError) as exc:
+        except (UsageError, *USER_ERRORS) as exc:
             print(f"{name}: error: {_line(exc)}", file=sys.stderr)
             return 2
         except RunError as exc:

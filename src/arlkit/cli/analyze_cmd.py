@@ -15,16 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from arlkit.recipes import analyze as api
-from arlkit.envs.capabilities import MissingCapability
-from arlkit.analysis.errors import ErrorsConfig
-from arlkit.analysis.likelihood import LikelihoodConfig
-from arlkit.analysis.states import ReplayError
-from arlkit.analysis.steps import StepsConfig
 from arlkit.cli import UsageError
 from arlkit.cli.flags import add_sampling_arguments, sampling_from_args
 from arlkit.config import ConfigError, build_config
-from arlkit.rundir import hold_run_dir
+from arlkit.recipes import analyze as api
+from arlkit.recipes.analyze import ErrorsConfig, LikelihoodConfig, MissingCapability, StepsConfig
 
 __all__ = ["register"]
 
@@ -135,14 +130,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(kind: str, out: str, call: Callable[[], Any]) -> int:
     try:
-        with hold_run_dir(out):  # one analysis writes ``out`` at a time
+        with api.analysis_run(out):
             call()
     except MissingCapability as exc:
         print(f"arlkit analyze {kind}: skipped: {exc}", file=sys.stderr)
         print(f"(recorded in {out}/{kind}.md)")
         return 0
-    except ReplayError as exc:
-        raise UsageError(f"cannot rebuild the states of the runs: {exc}") from None
     except (ValueError, TypeError) as exc:
         if isinstance(exc, ConfigError):
             raise
@@ -211,8 +204,7 @@ def _flows(args: argparse.Namespace) -> int:
 
 
 def _stability(args: argparse.Namespace) -> int:
-    from arlkit.analysis.stability import StabilityConfig
-    from arlkit.recipes.stability import analyze_stability
+    from arlkit.recipes.stability import StabilityConfig, analyze_stability
 
     config = build_config(StabilityConfig, {"threshold": args.threshold, "final_share": args.final_share,
                                             "window": args.window, "explode": args.explode,

@@ -42,14 +42,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from arlkit.config import ConfigError, EnvSpec, parse_key_values
-    from arlkit.envs import list_envs
-    from arlkit.envs.registry import env_config
-    from arlkit.recipes.arena import ARENA_VARIANTS, DEFAULT_VARIANTS, arena_plan, run_arena
-    from arlkit.rollout.prompts import PromptConfig
+    from arlkit.config import parse_key_values
+    from arlkit.recipes.arena import ARENA_VARIANTS, DEFAULT_VARIANTS, arena_env, arena_plan, arena_prompt, run_arena
 
-    if args.env not in list_envs():
-        raise UsageError(f"unknown environment {args.env!r}; valid choices: {', '.join(list_envs())}")
+    try:
+        env = arena_env(args.env, parse_key_values(args.env_arg, option="--env-arg"))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     variants = tuple(v.strip() for v in args.presets.split(",") if v.strip()) if args.presets else DEFAULT_VARIANTS
     unknown = [v for v in variants if v not in ARENA_VARIANTS]
     if unknown or not variants:
@@ -59,24 +58,16 @@ def _handle(args: argparse.Namespace) -> int:
                              ("--eval-samples", args.eval_samples, 1)):  # fmt: skip
         if value is not None and value < low:
             raise UsageError(f"{name} must be >= {low}, got {value}")
+    seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 3)))
+    budgets = tuple(b.strip() for b in args.budgets.split(",") if b.strip())
+    bad = [b for b in budgets if not (b.endswith("%") and b[:-1].isdigit() and 0 < int(b[:-1]) <= 100)]
+    if bad or not budgets:
+        raise UsageError(f"--budgets: {', '.join(bad) or '(none)'} is not a percentage of T_max like 50%")
     try:
-        overrides = parse_key_values(args.env_arg, option="--env-arg")
-        if args.env == "frozenlake" and not overrides:
-            from arlkit.recipes.arena import ARENA_ENV
-
-            overrides = dict(ARENA_ENV)
-        env_config(args.env, overrides)
-        seeds = tuple(range(args.seeds if args.seeds is not None else (1 if args.quick else 3)))
-        budgets = tuple(b.strip() for b in args.budgets.split(",") if b.strip())
-        bad = [b for b in budgets if not (b.endswith("%") and b[:-1].isdigit() and 0 < int(b[:-1]) <= 100)]
-        if bad or not budgets:
-            raise UsageError(f"--budgets: {', '.join(bad) or '(none)'} is not a percentage of T_max like 50%")
-        plan = arena_plan(EnvSpec(args.env, overrides), variants, seeds=seeds, steps=args.steps, quick=args.quick,
-                          model=args.model, workers=args.workers, bc_steps=args.bc_steps, budgets=budgets,
-                          eval_tasks=args.eval_tasks, eval_samples=args.eval_samples,
-                          prompt=PromptConfig("announced", history=0 if args.prompt_profile == "compact" else 1,
-                                              profile=args.prompt_profile))  # fmt: skip
-    except (ConfigError, ValueError) as exc:
+        plan = arena_plan(env, variants, seeds=seeds, steps=args.steps, quick=args.quick, model=args.model,
+                          workers=args.workers, bc_steps=args.bc_steps, budgets=budgets, eval_tasks=args.eval_tasks,
+                          eval_samples=args.eval_samples, prompt=arena_prompt(args.prompt_profile))  # fmt: skip
+    except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
         run_arena(args.out, plan)

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from arlkit.train.budgetmix import budget_candidates  # torch: only when the command runs
+    from arlkit.recipes.budgetmix import budget_candidates
 
     if args.tmax < 1:
         raise UsageError(f"--tmax must be >= 1, got {args.tmax}")
@@ -38,17 +38,10 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from arlkit.train.budgetmix import audit_run
+    from arlkit.recipes.budgetmix import audit_budgetmix
 
     try:
-        if str(args.run).endswith(".parquet"):  # a verl data file (arlkit verl data)
-            try:
-                from arlkit.integrations.verl_data import audit_data
-            except ImportError as exc:
-                raise UsageError(f"auditing a parquet file needs pyarrow ({exc}); pip install 'arlkit[verl]'") from None
-            report = audit_data(args.run, alpha=args.alpha)
-        else:
-            report = audit_run(args.run, alpha=args.alpha)
+        report = audit_budgetmix(args.run, alpha=args.alpha)
     except (FileNotFoundError, ValueError, KeyError) as exc:
         raise UsageError(str(exc)) from None
     print(report.render())

@@ -1,6 +1,7 @@
 """``arlkit demo``: arlkit's main job on the embedded default.
 
-By default the seeds' central experiment (:mod:`arlkit.recipes.demo`): build the tiny model offline,
+By default RL at the full budget against BudgetMix, compared across K and T (:mod:`arlkit.recipes.demo`):
+build the tiny model offline,
 behaviour cloning on budget-fork FrozenLake maps (a mostly budget-unaware expert), RL at the full budget
 and with BudgetMix from the same checkpoint, and the evaluation of all three at 25/50/75/100% of T_max
 (12-15 minutes on 2 CPU cores with AVX512 kernels, over 30 on slow AVX2 ones; ``--quick`` a few).

@@ -10,16 +10,13 @@ command to retry them); 2 for bad input.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 
 from arlkit.cli.flags import BACKEND_FLAGS, SAMPLING_FLAGS, Flag, add_flags, flag_overrides, nested
 from arlkit.cli.progress import progress_reporter
-from arlkit.rollout import EngineStats
-from arlkit.config import ConfigError, EnvSpec, load_config
-from arlkit.envs import env_config, list_envs
-from arlkit.recipes.eval import EvalConfig, run_eval
+from arlkit.config import ConfigError, load_config
+from arlkit.recipes.eval import EngineStats, EvalConfig, check_eval_config, run_eval
 
 __all__ = ["EVAL_FLAGS", "register"]
 
@@ -51,8 +48,8 @@ EVAL_FLAGS: tuple[Flag, ...] = (
          "environments (default: 4 per CPU core, at most 64)"),
     Flag("--batch-wait", "engine.batch_wait_s", "seconds a batched policy (hf, scripted) waits for more ready "
          "requests while environments still step"),
-    Flag("--schedule", "engine.schedule", "async: each trajectory on its own; lockstep: one batch per turn "
-         "(the old engine, for comparison)"),
+    Flag("--schedule", "engine.schedule", "async: each trajectory on its own; lockstep: one batch per turn, "
+         "every trajectory waiting for the slowest (a baseline for benchmarks)"),
     Flag("--wandb", "wandb", "also log the Pass@(K,T) cells to this Weights & Biases project (the wandb extra)",
          metavar="PROJECT"),
     Flag("--allow-errors", "allow_errors", "compute Pass@(K,T) even while trajectories ended by policy errors "
@@ -75,12 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def eval_config_from_args(args: argparse.Namespace) -> EvalConfig:
     """The :class:`EvalConfig` of ``--config`` and the flags given (validated, environment included)."""
-    config = load_config(EvalConfig, args.config, flag_overrides(args, EVAL_FLAGS), parse_values=False)
-    if config.env.name not in list_envs():
-        raise ConfigError(f"unknown environment {config.env.name!r}; valid choices: {', '.join(list_envs())}")
-    typed = env_config(config.env.name, config.env.args)  # names and types checked before any work
-    # typed values, so run.json stores 6, not "6"
-    return dataclasses.replace(config, env=EnvSpec(config.env.name, {k: getattr(typed, k) for k in config.env.args}))
+    return check_eval_config(load_config(EvalConfig, args.config, flag_overrides(args, EVAL_FLAGS), parse_values=False))
 
 
 def _print_load_report(env: object) -> None:

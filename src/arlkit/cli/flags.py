@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from arlkit.config import config_from_dict, parse_key_values
-from arlkit.policies import SamplingConfig
+from arlkit.recipes.catalog import SamplingConfig
 
 __all__ = [
     "BACKEND_FLAGS",

@@ -7,8 +7,7 @@ import errno
 from pathlib import Path
 
 from arlkit.cli import UsageError
-from arlkit.policies.tiny import TINY_SIZES
-from arlkit.rollout.corpus import init_tiny_model
+from arlkit.recipes.model import init_model, tiny_sizes
 
 __all__ = ["register"]
 
@@ -24,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "prompts, build a Qwen2-style causal LM from a config, and save both to --out (loadable offline "
         "with from_pretrained, usable as --policy hf:DIR). The same command writes the same files.",
     )
-    init.add_argument("--size", choices=sorted(TINY_SIZES), default="nano", help="nano (~1M parameters) or micro (~10M)")
+    init.add_argument("--size", choices=tiny_sizes(), default="nano", help="nano (~1M parameters) or micro (~10M)")
     init.add_argument("--out", required=True, help="directory to create (must not exist or be empty)")
     init.add_argument("--seed", type=int, default=0, help="seed of the corpus rollouts and the weights")
     init.add_argument("--force", action="store_true", help="replace --out if it already holds files")
@@ -32,12 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle_init(args: argparse.Namespace) -> int:
-    from arlkit.rundir import disk_full_named
-
     out = Path(args.out)
     try:
-        with disk_full_named(out):
-            path = init_tiny_model(args.size, out, args.seed, overwrite=args.force)
+        path = init_model(args.size, out, args.seed, overwrite=args.force)
     except FileExistsError:
         raise UsageError(f"{out} exists and is not an empty directory; use --force to replace it") from None
     except OSError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from arlkit.cli import UsageError
-from arlkit.report.html import SECTION_TITLES, section_title, write_html_report
+from arlkit.recipes.report import write_report
 
 __all__ = ["register"]
 
@@ -21,10 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _handle(args: argparse.Namespace) -> int:
     try:
-        report = write_html_report(args.paths, args.out, title=args.title)
+        report = write_report(args.paths, args.out, title=args.title)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    print(f"wrote {report.path} with {len(report.sections)} sections: " + ", ".join(section_title(s) for s in report.sections))
+    print(f"wrote {report.path} with {len(report.sections)} sections: " + ", ".join(report.sections))
     if report.missing:
-        print("not included (no inputs): " + ", ".join(SECTION_TITLES[s] for s in report.missing))
+        print("not included (no inputs): " + ", ".join(report.missing))
     return 0

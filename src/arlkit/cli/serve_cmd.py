@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from arlkit.cli import UsageError
-
 __all__ = ["register"]
 
 
@@ -20,12 +18,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    try:
-        from arlkit.policies.serve import serve
-    except ImportError as exc:
-        raise UsageError(f"arlkit serve needs Starlette and uvicorn ({exc.name} is missing): pip install 'arlkit[serve]'") from None
+    from arlkit.recipes.model import serve_model
 
-    def refuse(message: str) -> None:
-        raise UsageError(message)
-
-    return serve(args.model_dir, args.name, args.host, args.port, exit_with=refuse)
+    return serve_model(args.model_dir, args.name, args.host, args.port)

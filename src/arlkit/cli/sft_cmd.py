@@ -29,15 +29,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from arlkit.train import SFTConfig
-    from arlkit.recipes import run_sft  # torch: only when the command runs
-    from arlkit.train.checks import check_sft_config
+    from arlkit.recipes.sft import SFTConfig, check_sft, run_sft  # torch: only when the command runs
 
     config = load_config(SFTConfig, args.config, parse_key_values([*args.overrides, *([f"wandb={args.wandb}"] if args.wandb else [])], option="override"))
     if args.check:
-        budgets = check_sft_config(config)
-        print(json.dumps({"env": config.env.name, "model": config.model, "expert": config.expert,
-                          "budgets": list(budgets), "rows": config.rows}, indent=2))
+        print(json.dumps(check_sft(config), indent=2))
         return 0
     result = run_sft(config, args.out)
     print(f"behaviour cloning: {result.kept}/{result.demonstrations} demonstrations kept ({result.rows} steps, "

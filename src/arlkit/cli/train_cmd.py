@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from arlkit.config import config_to_plain, load_config, parse_key_values
+from arlkit.config import load_config, parse_key_values
 
 __all__ = ["register"]
 
@@ -33,9 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from arlkit.train import TrainConfig
-    from arlkit.recipes import train  # torch: only when the command runs
-    from arlkit.train.checks import check_train_config
+    from arlkit.recipes.rl import TrainConfig, check_train, train  # torch: only when the command runs
 
     config_file = args.config
     recorded = Path(args.out) / "config.yaml"
@@ -43,11 +41,9 @@ def _handle(args: argparse.Namespace) -> int:
         config_file = str(recorded)  # the run folder holds the config it was started with
     overrides = [*args.overrides, *([f"wandb={args.wandb}"] if args.wandb else [])]
     config = load_config(TrainConfig, config_file, parse_key_values(overrides, option="override"))
-    resolved = check_train_config(config)
+    checked = check_train(config)
     if args.check:
-        print(json.dumps({"config": config_to_plain(config), "resolved": {
-            "preset": config.preset, "budgets": list(resolved.budgets), "t_max": resolved.t_max,
-            "algo": resolved.algo.to_dict()}}, indent=2, default=str))  # fmt: skip
+        print(json.dumps(checked, indent=2, default=str))
         return 0
     result = train(config, args.out, resume=args.resume, force=args.force)
     where = f"resumed at step {result.resumed_from}; " if result.resumed_from is not None else ""

@@ -4,7 +4,6 @@ agent loop (docs/scale-out.md)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 
 from arlkit.cli import UsageError
@@ -43,48 +42,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _data(args: argparse.Namespace) -> int:
-    from arlkit.algos import RewardConfig
-    from arlkit.budgets import TRAIN_BUDGETS, check_budget
-    from arlkit.config import ConfigError, build_config, parse_key_values
-    from arlkit.envs import list_envs
-    from arlkit.envs.registry import env_config
-    from arlkit.rollout.prompts import PromptConfig
-
-    if args.env not in list_envs():
-        raise UsageError(f"unknown environment {args.env!r}; valid choices: {', '.join(list_envs())}")
-    try:
-        check_budget(args.budget, TRAIN_BUDGETS)
-        overrides = parse_key_values(args.env_arg, option="--env-arg")
-        typed = env_config(args.env, overrides)
-        reward = build_config(RewardConfig, parse_key_values(args.reward, option="--reward"), where="--reward")
-        prompt = PromptConfig(args.budget_mode, args.history, args.counters, args.prompt_profile)
-    except (ConfigError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
-    env_args = {k: getattr(typed, k) for k in overrides}
-    if importlib.util.find_spec("pyarrow") is None:  # checked before any work
-        raise UsageError("arlkit verl data needs pyarrow; pip install 'arlkit[verl]'")
-    from arlkit.integrations.verl_data import build_rows, write_rows
+    from arlkit.config import parse_key_values
+    from arlkit.recipes.verl import write_verl_data
 
     try:
-        rows = build_rows(args.env, env_args, budget=args.budget, groups=args.groups, split=args.split,
-                          tasks=args.tasks, seed=args.seed, prompt=prompt, layout=args.layout, reward=reward)
+        data = write_verl_data(
+            args.out, args.env, parse_key_values(args.env_arg, option="--env-arg"), budget=args.budget,
+            groups=args.groups, tasks=args.tasks, split=args.split, seed=args.seed, budget_mode=args.budget_mode,
+            history=args.history, counters=args.counters, profile=args.prompt_profile, layout=args.layout,
+            reward=parse_key_values(args.reward, option="--reward"))  # fmt: skip
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    out = write_rows(rows, args.out)
-    budgets = sorted({r["extra_info"]["budget"] for r in rows})
-    print(f"wrote {len(rows)} rows to {out} (env {args.env} {json.dumps(env_args)}, budgets {budgets}, "
+    print(f"wrote {data.rows} rows to {data.out} (env {args.env} {json.dumps(data.env_args)}, budgets {data.budgets}, "
           f"{args.layout} layout)")
     print("verl overrides for arlkit's agent loop (docs/scale-out.md):")
-    for line in launch_overrides(args.layout):
+    for line in data.overrides:
         print(f"  {line}")
     return 0
-
-
-def launch_overrides(layout: str) -> list[str]:
-    """The Hydra overrides a verl launch needs for rows of ``layout`` (printed after ``verl data``)."""
-    from arlkit.integrations.verl_data import AGENT_LOOP_CONFIG
-
-    lines = [f"actor_rollout_ref.rollout.agent.agent_loop_config_path={AGENT_LOOP_CONFIG}"]
-    if layout == "step":
-        lines.append("trainer.use_v1=true trainer.v1.trainer_mode=arlkit   # one row per step; GiGPO, EMPG need it")
-    return lines

@@ -6,10 +6,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from arlkit.config import ConfigError, build_config
+from arlkit.config import config_from_dict
 from arlkit.envs.protocol import Env
+from arlkit.registry import Registry
 
-__all__ = ["RegisteredEnv", "env_config", "list_envs", "make", "register_env"]
+__all__ = ["ENVS", "RegisteredEnv", "env_config", "list_envs", "make", "register_env"]
 
 E = TypeVar("E")
 
@@ -24,7 +25,22 @@ class RegisteredEnv:
     factory: Callable[[Any], Env]
 
 
-_REGISTRY: dict[str, RegisteredEnv] = {}
+ENVS: Registry[RegisteredEnv] = Registry(
+    "environment",
+    modules=(
+        "arlkit.envs.frozenlake",
+        "arlkit.envs.sokoban",
+        "arlkit.envs.bfcl",
+        "arlkit.envs.sql",
+        "arlkit.envs.code",
+        "arlkit.envs.gymnasium",
+        "arlkit.envs.math_tir",
+        "arlkit.envs.terminal",
+        "arlkit.envs.webshop",
+        "arlkit.envs.alfworld",
+    ),
+)
+"""The environment registry; its ``modules`` are the built-in environments (a new family adds its package here)."""
 
 
 def register_env(name: str, config_cls: type) -> Callable[[E], E]:
@@ -32,39 +48,20 @@ def register_env(name: str, config_cls: type) -> Callable[[E], E]:
 
     The decorated callable is called with one argument, an instance of ``config_cls``.
     """
-
-    def deco(factory: E) -> E:
-        if name in _REGISTRY:
-            raise ValueError(f"environment {name!r} is already registered")
-        _REGISTRY[name] = RegisteredEnv(name, config_cls, factory)  # type: ignore[arg-type]
-        return factory
-
-    return deco
+    return ENVS.register(name, lambda factory: RegisteredEnv(name, config_cls, factory))  # type: ignore[arg-type]
 
 
 def list_envs() -> list[str]:
     """Registered environment names, sorted."""
-    _load_builtins()
-    return sorted(_REGISTRY)
-
-
-def _spec(name: str) -> RegisteredEnv:
-    _load_builtins()
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown environment {name!r}; valid choices: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name]
+    return ENVS.names()
 
 
 def env_config(name: str, values: Mapping[str, Any] | None = None) -> Any:
-    """The typed config of environment ``name`` built from ``values`` (strings are coerced)."""
-    return build_config(_spec(name).config_cls, dict(values or {}), where=f"env {name}")
+    """The typed config of environment ``name`` built from ``values`` (strings are coerced; a nested
+    mapping or a dotted key, ``sandbox.memory_mb``, sets a field of a nested section)."""
+    return config_from_dict(ENVS.get(name).config_cls, dict(values or {}), where=f"env {name}")
 
 
 def make(name: str, **config: Any) -> Env:
     """Build environment ``name`` with config overrides, e.g. ``make("frozenlake", size=6)``."""
-    return _spec(name).factory(env_config(name, config))
-
-
-def _load_builtins() -> None:
-    # Importing the modules runs their @register_env decorators.
-    from arlkit.envs import builtin  # noqa: F401
+    return ENVS.get(name).factory(env_config(name, config))

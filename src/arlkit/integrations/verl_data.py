@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from arlkit.algos import RewardConfig
-from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
+from arlkit.budgets import Budget
 from arlkit.envs import make
 from arlkit.integrations.verl_steps import LAYOUTS
 from arlkit.rollout.engine import Job, make_jobs
@@ -62,7 +62,7 @@ class RowEpisode:
     budget: int
     budget_spec: str
     t_max: int
-    job_seed: int | None
+    job_seed: int
     env_seed: int
     policy_seed: int
     prompt: PromptConfig
@@ -75,10 +75,7 @@ class RowEpisode:
         return self.env, json.dumps(self.env_args, sort_keys=True), self.split, self.tasks
 
     def job(self, task: Any, sample: int) -> Job:
-        """Sample ``sample`` of the group: the seeds ``arlkit train`` gives its job ``sample`` (rows
-        written before ``job_seed`` existed give every sample sample 0's seeds)."""
-        if self.job_seed is None or sample == 0:
-            return Job(task, sample, self.budget, self.env_seed, self.policy_seed, f"g{self.group}")
+        """Sample ``sample`` of the group: the seeds ``arlkit train`` gives its job ``sample``."""
         return make_jobs([task], sample + 1, self.budget, self.job_seed, group=f"g{self.group}")[sample]
 
 
@@ -91,7 +88,7 @@ def row_episode(info: Mapping[str, Any]) -> RowEpisode:
             env=str(info["env"]), env_args=json.loads(info["env_args"]), split=str(info["split"]),
             tasks=int(info["tasks"]), task_index=int(info["task_index"]), task_id=str(info["task_id"]),
             group=int(info["group"]), budget=int(info["budget"]), budget_spec=str(info["budget_spec"]),
-            t_max=int(info["t_max"]), job_seed=None if info.get("job_seed") is None else int(info["job_seed"]),
+            t_max=int(info["t_max"]), job_seed=int(info["job_seed"]),
             env_seed=int(info["env_seed"]), policy_seed=int(info["policy_seed"]),
             prompt=PromptConfig(info["budget_mode"], None if history is None else int(history), info["counters"],
                                 info["profile"]),
@@ -140,7 +137,7 @@ def build_rows(env_name: str, env_args: dict[str, Any] | None = None, *, budget:
     check_layout(layout, prompt)
     probe = make(env_name, **env_args)
     pool = task_pool(probe, split, tasks)
-    candidates = list(resolve_budget(budget, probe.t_max, TRAIN_BUDGETS))
+    candidates = list(Budget.parse(budget).turns(probe.t_max))
     rng = np.random.default_rng([seed, 8191])
     picks = rng.choice(len(pool), size=groups, replace=groups > len(pool))
     budgets = sample_group_budgets(candidates, groups, rng)

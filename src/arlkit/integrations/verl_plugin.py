@@ -141,13 +141,13 @@ def _estimator(name: str) -> Callable[..., tuple[torch.Tensor, torch.Tensor]]:
 
     def verl_estimator(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, config: Any = None,
                        index: Any = None, **_: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        if entry.flags.get("needs_step_rows"):
+        if entry.flags.needs_step_rows:
             raise RuntimeError(
                 f"{PREFIX}{name} needs step rows, anchor states and entropies, which verl's estimator call does not "
                 "pass: run it in arlkit's trainer mode (trainer.use_v1=true trainer.v1.trainer_mode=arlkit) on data "
                 "written with `arlkit verl data --layout step` (docs/scale-out.md)"
             )
-        if entry.flags.get("needs_critic"):
+        if entry.flags.needs_critic:
             raise RuntimeError(f"{PREFIX}{name} needs arlkit's critic values, which verl does not pass; use verl's "
                                "own algorithm.adv_estimator=gae")
         hyper = estimator_settings(name, config)

@@ -39,7 +39,7 @@ from arlkit.integrations.verl_steps import EXTRA_KEY, OutputInfo, step_inputs
 __all__ = ["STEP_ESTIMATORS", "StepAdvantages", "step_advantages"]
 
 STEP_ESTIMATORS = frozenset(
-    f"{PREFIX}{n}" for n in ADV_ESTIMATORS.names() if ADV_ESTIMATORS.get(n).flags.get("needs_step_rows"))
+    f"{PREFIX}{n}" for n in ADV_ESTIMATORS.names() if ADV_ESTIMATORS.get(n).flags.needs_step_rows)
 """The verl names of arlkit's estimators that need step rows (``arlkit_gigpo``, ``arlkit_empg``)."""
 
 

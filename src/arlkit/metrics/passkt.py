@@ -1,4 +1,6 @@
-"""Pass@(K,T) tables from trajectory records (docs/metrics.md#pass-at-kt to #budget-headroom; RT §2.2, App. B.3)."""
+"""Pass@(K,T) tables from trajectory records (docs/metrics.md#pass-at-kt to #budget-headroom; RT §2.2, App. B.3).
+
+RT: "What Does Multi-Turn Reinforcement Learning Really Improve in LLM Agents?" (docs/glossary.md)."""
 
 from __future__ import annotations
 

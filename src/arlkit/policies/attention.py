@@ -15,20 +15,29 @@ This implementation computes the same attention (same mask semantics, same scale
   sinks, position biases): transformers' ``sdpa`` function unchanged.
 
 Masks are built exactly as for ``sdpa`` (the same mask function is registered under this name).
-Measured on the project's 2-core CPU with the micro model: see docs/policies.md (throughput).
+Its speed against ``sdpa`` and ``eager``: docs/policies.md, "Throughput".
+
+:func:`choose_attention` sets a model's implementation for the ``hf`` backend: the one asked for,
+or with ``"auto"`` on the CPU the faster of this one and ``eager`` on work shaped like a rollout turn.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-__all__ = ["ATTENTION_NAME", "arlkit_attention", "register_attention"]
+from arlkit.policies.kv_cache import CacheEntry, CachedForward, PrefillRow
+from arlkit.policies.protocol import PolicyError
+
+__all__ = ["ATTENTION_NAME", "arlkit_attention", "choose_attention", "register_attention"]
 
 ATTENTION_NAME = "arlkit"
 _UNSUPPORTED = ("softcap", "s_aux", "sinks", "position_bias")
+_PROBE_MAX_PARAMS = 500_000_000  # above this, CPU attention is not probed (matmuls dominate anyway)
 
 
 def arlkit_attention(
@@ -84,3 +93,72 @@ def register_attention() -> str:
     AttentionInterface.register(ATTENTION_NAME, arlkit_attention)
     AttentionMaskInterface.register(ATTENTION_NAME, sdpa_mask)
     return ATTENTION_NAME
+
+
+def choose_attention(forward: CachedForward, vocab_size: int, requested: str) -> str:
+    """Set the attention implementation of ``forward``'s model and return its name: ``requested``, or
+    for ``"auto"`` on the CPU (models up to 500M parameters) this module's kernel unless ``eager`` is
+    clearly faster on a timed probe (:func:`_time_probe`; ``vocab_size``: the token ids it may
+    feed), elsewhere the model's own. Call it under ``torch.inference_mode()``."""
+    model = forward.model
+    current = getattr(model.config, "_attn_implementation", None) or "eager"
+    setter = getattr(model, "set_attn_implementation", None)
+    if requested != "auto":
+        if setter is None:
+            raise PolicyError("this transformers version cannot switch the attention implementation")
+        try:
+            setter(requested)
+        except Exception as exc:  # noqa: BLE001 - an implementation this model does not support
+            raise PolicyError(f"attention implementation {requested!r} is not available: {exc}") from None
+        return requested
+    params = sum(p.numel() for p in model.parameters())
+    if forward.device.type != "cpu" or setter is None or params > _PROBE_MAX_PARAMS:
+        return current
+    timings: dict[str, float] = {}
+    for _ in range(2):  # alternate so that a burst of load on a shared CPU hits both
+        for impl in (ATTENTION_NAME, "eager"):
+            try:
+                setter(impl)
+                timings[impl] = min(timings.get(impl, float("inf")), _time_probe(forward, vocab_size))
+            except Exception:  # noqa: BLE001 - an implementation this model does not support
+                timings[impl] = float("inf")
+        low, high = sorted(timings.values())
+        if high > 1.5 * low:  # decisive after one round
+            break
+    timings = {k: v for k, v in timings.items() if v < float("inf")}
+    # arlkit's kernel unless eager is clearly faster: a stable choice keeps float results reproducible.
+    fast = timings.get(ATTENTION_NAME, float("inf"))
+    best = "eager" if timings.get("eager", float("inf")) < 0.8 * fast else ATTENTION_NAME
+    if best not in timings:
+        best = current
+    setter(best)
+    return best
+
+
+def _time_probe(forward: CachedForward, vocab_size: int) -> float:
+    """Seconds for work shaped like a rollout turn: a small prefill, then decode steps of 16 rows
+    over a 384-token cache (random keys/values: no prefill needed to build it)."""
+    gen = torch.Generator().manual_seed(0)
+    model = forward.model
+    config = model.config
+    vocab = min(int(config.vocab_size), vocab_size)
+    heads = int(config.num_attention_heads)
+    kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
+    head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
+    dtype = next(model.parameters()).dtype
+
+    def randn(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen).to(forward.device, dtype)
+
+    context = 384
+    fake = CacheEntry(
+        np.zeros(context, dtype=np.int64),
+        [(randn(kv_heads, context, head_dim), randn(kv_heads, context, head_dim)) for _ in range(config.num_hidden_layers)],
+    )
+    tokens = torch.randint(0, vocab, (context + 1,), generator=gen).numpy()
+    start = time.perf_counter()
+    forward.prefill([PrefillRow(tokens[:96]) for _ in range(4)], extra=0)
+    batch, logits = forward.prefill([PrefillRow(tokens, fake, context) for _ in range(16)], extra=8)
+    for _ in range(8):
+        logits = forward.step(batch, logits.argmax(-1), torch.ones(16, dtype=torch.bool))
+    return time.perf_counter() - start

@@ -1,26 +1,29 @@
-"""The pure parts of the ``hf`` backend (:mod:`arlkit.policies.hf`): loading a local model offline,
-its context window, per-conversation keys and sampling seeds, logits processing and sampling, and
-teacher-forced log-probs of continuations (what :meth:`HFPolicy.score` and the trainer's checks use).
+"""The stateless parts of the ``hf`` backend (:mod:`arlkit.policies.hf`): loading a local model offline,
+its context window and end-of-reply tokens, per-conversation keys and sampling seeds, logits
+processing and sampling, and teacher-forced log-probs of continuations (scoring: what
+:meth:`~arlkit.policies.hf.HFPolicy.score` computes).
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from arlkit.policies.kv_cache import require_cache_layers
-from arlkit.policies.protocol import PolicyError, Request
+from arlkit.policies.chat import ChatTokens
+from arlkit.policies.kv_cache import forward_parameters, require_cache_layers
+from arlkit.policies.protocol import Message, PolicyError, Request
 from arlkit.policies.quiet import quiet_progress
+from arlkit.policies.registry import SamplingConfig
 
 __all__ = [
-    "check_vocabulary", "continuation_logprobs", "conversation_key", "load_hf_model", "model_context_length",
-    "process_logits", "sample_tokens", "sampling_seed",
+    "check_vocabulary", "continuation_logprobs", "conversation_key", "end_token_ids", "evaluating", "load_hf_model",
+    "model_context_length", "process_logits", "sample_tokens", "sampling_seed", "score_conversations",
 ]
 
 _OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -35,6 +38,30 @@ def model_context_length(model: Any, tokenizer: Any) -> int | None:
     limits.append(int(getattr(tokenizer, "model_max_length", 0) or 0))
     known = [n for n in limits if 0 < n < _UNSET_MAX_LENGTH]
     return min(known) if known else None
+
+
+def end_token_ids(chat: ChatTokens, model: Any) -> frozenset[int]:
+    """Tokens that end a reply: the tokenizer's end-of-turn tokens plus the model's generation-config
+    end tokens."""
+    ids = set(chat.eos_ids)
+    source = getattr(model.generation_config, "eos_token_id", None)
+    if isinstance(source, int):
+        ids.add(source)
+    elif isinstance(source, (list, tuple)):
+        ids.update(int(i) for i in source)
+    return frozenset(ids)
+
+
+@contextmanager
+def evaluating(model: Any) -> Iterator[None]:
+    """Eval mode without autograd for the block; the model's training mode is restored after it."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        model.train(was_training)
 
 
 def conversation_key(request: Request) -> int:
@@ -155,7 +182,7 @@ def check_vocabulary(model: Any, tokenizer: Any, where: str) -> None:
                           f"{rows} rows (ids 0 to {int(rows) - 1}): the tokenizer does not belong to this model")
 
 
-# -- the policy --------------------------------------------------------------------------------
+# -- scoring -----------------------------------------------------------------------------------
 
 
 def continuation_logprobs(
@@ -176,8 +203,7 @@ def continuation_logprobs(
     the model's own log-probs. Gradients flow when called outside ``torch.no_grad``.
     """
     device = next(model.parameters()).device
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    keep_kw = "logits_to_keep" if "logits_to_keep" in inspect.signature(base.forward).parameters else None
+    keep_kw = "logits_to_keep" if "logits_to_keep" in forward_parameters(model) else None
     out: list[torch.Tensor | None] = [None] * len(prompts)
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]) + len(continuations[i]))
     for start in range(0, len(order), batch_size):
@@ -207,3 +233,28 @@ def continuation_logprobs(
             target = torch.as_tensor(list(continuations[i]), device=device)
             out[i] = logp.gather(1, target[:, None]).squeeze(1)
     return [t if t is not None else torch.zeros(0) for t in out]
+
+
+def score_conversations(
+    model: Any,
+    chat: ChatTokens,
+    messages: Sequence[Sequence[Message]],
+    continuations: Sequence[Sequence[int]],
+    sampling: SamplingConfig | None,
+    *,
+    batch_size: int,
+) -> list[list[float]]:
+    """Per-token log-probs of each continuation (token ids) as the assistant's reply to its
+    conversation, rendered by ``chat``; ``sampling=None`` scores under the model's own distribution
+    (T = 1), else under the (tempered, truncated) distribution of that sampling config. The model is
+    in eval mode meanwhile."""
+    if len(messages) != len(continuations):
+        raise ValueError(f"{len(messages)} conversations but {len(continuations)} continuations")
+    prompts = [chat.prompt_ids(m) for m in messages]
+    s = sampling or SamplingConfig(temperature=0.0)
+    with evaluating(model):
+        out = continuation_logprobs(
+            model, prompts, [list(c) for c in continuations],
+            temperature=s.temperature, top_k=s.top_k, top_p=s.top_p, batch_size=batch_size, pad_id=chat.pad_id,
+        )
+    return [t.tolist() for t in out]

@@ -1,14 +1,18 @@
-"""KV caches for the ``hf`` backend: per-trajectory entries kept across turns, shared prefixes, and a
-cache layer over preallocated buffers so that decoding appends in place.
+"""KV caches for the ``hf`` backend: per-trajectory entries kept across turns, shared prefixes, a
+cache layer over preallocated buffers so that decoding appends in place, and the batched forward
+passes over it.
 
-An :class:`CacheEntry` holds the keys/values of a token sequence; :class:`CacheStore` keeps one per trajectory
+A :class:`CacheEntry` holds the keys/values of a token sequence; :class:`CacheStore` keeps one per trajectory
 (LRU by bytes) plus a few prefixes shared by many rows; :class:`CachedBatch` is one left-padded batch whose
-rows may start from a reused prefix (column layout ``[pad][reused prefix][pad][new tokens][generated]``).
+rows may start from a reused prefix (column layout ``[pad][reused prefix][pad][new tokens][generated]``);
+:class:`CachedForward` prefills such a batch and decodes it one token per row at a time.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +21,10 @@ import torch
 
 from arlkit.policies.protocol import PolicyError
 
-__all__ = ["CacheEntry", "CacheStore", "CachedBatch", "PrefillRow", "buffer_layer_class", "common_prefix_length",
-           "require_cache_layers"]
+__all__ = ["CacheEntry", "CacheStore", "CachedBatch", "CachedForward", "PrefillRow", "buffer_layer_class",
+           "common_prefix_length", "forward_parameters", "plain_cache_layers", "require_cache_layers"]
+
+_ATTENTION_BYTES = 256 * 2**20  # cap on one prefill chunk's attention-score tensor
 
 # -- the KV store ------------------------------------------------------------------------------
 
@@ -230,3 +236,102 @@ def require_cache_layers() -> None:
         raise PolicyError(
             f"the hf backend needs transformers >= 5 (per-layer KV cache objects); found {transformers.__version__}"
         )
+
+
+def forward_parameters(model: Any) -> Mapping[str, inspect.Parameter]:
+    """The keyword parameters of ``model``'s forward pass. A wrapper (e.g. a peft model) forwards
+    keyword arguments, so the wrapped model's signature is read."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return inspect.signature(base.forward).parameters
+
+
+def plain_cache_layers(model: Any) -> bool:
+    """KV reuse needs standard attention layers (no sliding window, no recurrent state)."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    layers = DynamicCache(config=model.config).layers
+    return bool(layers) and all(type(layer) is DynamicLayer for layer in layers)
+
+
+class CachedForward:
+    """Batched forward passes of a causal LM over one :class:`CachedBatch`: a prefill whose rows
+    start from reused prefixes, then decode steps of one token per row.
+
+    Models whose cache is not plain attention layers (:func:`plain_cache_layers`) keep their own
+    cache; their rows cannot start from a reused prefix."""
+
+    def __init__(self, model: Any, pad_id: int) -> None:
+        self.model, self.pad_id = model, pad_id
+        self.device = next(model.parameters()).device
+        params = forward_parameters(model)
+        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._keep_kw = "logits_to_keep" if "logits_to_keep" in params else None
+        self._layer_cls = buffer_layer_class()
+        self.buffered = plain_cache_layers(model)
+        """Whether the batches use preallocated buffer layers (so rows may reuse cached prefixes)."""
+
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor, cache: Any, keep: int) -> torch.Tensor:
+        kwargs: dict[str, Any] = {self._cache_kw: cache, "use_cache": True}
+        if self._keep_kw:
+            kwargs[self._keep_kw] = keep
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=pos, **kwargs)
+        return out.logits[:, -keep:].float()
+
+    def prefill(self, rows: Sequence[PrefillRow], extra: int) -> tuple[CachedBatch, torch.Tensor]:
+        """Encode every row's new tokens (after its reused prefix) into one cache with room for
+        ``extra`` more columns; returns the batch and the logits at each row's last token.
+
+        Layout: the new tokens of all rows are right-aligned in the block of columns
+        ``[base, base + width)``; row ``i``'s reused prefix sits immediately before its new tokens,
+        so each row is one contiguous run of columns ending at ``base + width``."""
+        from transformers.cache_utils import DynamicCache
+
+        dev = self.device
+        new = [len(r.tokens) - r.reuse for r in rows]
+        width = max(new)
+        base = max(0, max(len(r.tokens) for r in rows) - width)
+        b = len(rows)
+        first_new = torch.as_tensor([base + width - n for n in new], dtype=torch.long, device=dev)
+        start = first_new - torch.as_tensor([r.reuse for r in rows], dtype=torch.long, device=dev)
+        layers = []
+        if self.buffered:
+            for layer_index in range(self.model.config.num_hidden_layers):
+                prefixes = [
+                    None if r.source is None or r.reuse == 0 else
+                    (r.source.kv[layer_index][0][:, : r.reuse], r.source.kv[layer_index][1][:, : r.reuse])
+                    for r in rows
+                ]
+                layers.append(self._layer_cls(prefixes, first_new, base, base + width + extra))
+            cache = DynamicCache()
+            cache.layers = layers
+        else:
+            assert base == 0, "reuse needs plain attention layers"
+            cache = DynamicCache(config=self.model.config)
+        columns = torch.arange(base + width + extra, device=dev)
+        mask = ((columns >= start[:, None]) & (columns < base + width)).long()
+        ids = torch.full((b, width), self.pad_id, dtype=torch.long, device=dev)
+        pos = torch.zeros(b, width, dtype=torch.long, device=dev)
+        for i, r in enumerate(rows):
+            ids[i, width - new[i] :] = torch.as_tensor(r.tokens[r.reuse :], device=dev)
+            pos[i, width - new[i] :] = torch.arange(r.reuse, len(r.tokens), device=dev)
+        heads = int(getattr(self.model.config, "num_attention_heads", 1))
+        chunk = max(1, _ATTENTION_BYTES // (4 * b * heads * (base + width)))
+        logits = None
+        for first in range(0, width, chunk):
+            stop = min(width, first + chunk)
+            logits = self._forward(ids[:, first:stop], mask[:, : base + stop], pos[:, first:stop], cache, 1)
+        batch = CachedBatch(
+            layers, cache, mask, torch.as_tensor([len(r.tokens) for r in rows], device=dev), base + width, start
+        )
+        assert logits is not None
+        return batch, logits[:, -1]
+
+    def step(self, batch: CachedBatch, tokens: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+        """Feed one token per row (rows not ``live`` feed padding, masked out); next logits."""
+        col = batch.width
+        batch.mask[:, col] = live.long()
+        ids = torch.where(live, tokens, torch.full_like(tokens, self.pad_id))[:, None]
+        logits = self._forward(ids, batch.mask[:, : col + 1], batch.next_pos[:, None], batch.cache, 1)
+        batch.next_pos = batch.next_pos + 1
+        batch.width += 1
+        return logits[:, -1]

@@ -12,9 +12,11 @@ from dataclasses import dataclass, replace
 
 from arlkit.config import ConfigError
 from arlkit.policies.protocol import Policy
+from arlkit.registry import Registry
 
 __all__ = [
-    "DEFAULT_MAX_NEW_TOKENS", "BackendOptions", "SamplingConfig", "list_policy_kinds", "make_policy", "register_policy",
+    "DEFAULT_MAX_NEW_TOKENS", "POLICIES", "BackendOptions", "RegisteredPolicy", "SamplingConfig", "list_policy_kinds",
+    "make_policy", "register_policy",
 ]
 
 DEFAULT_MAX_NEW_TOKENS = 256
@@ -94,31 +96,38 @@ class BackendOptions:
 
 
 PolicyFactory = Callable[[str | None, SamplingConfig, BackendOptions], Policy]
-_KINDS: dict[str, tuple[PolicyFactory, bool]] = {}
-# Kinds whose module is imported only when first used (LLM backends pull in torch/transformers).
-_LAZY: dict[str, str] = {"hf": "arlkit.policies.hf", "openai": "arlkit.policies.openai_backend"}
+
+
+@dataclass(frozen=True)
+class RegisteredPolicy:
+    """A registered policy kind: its factory and whether its spec needs an argument (``KIND:ARG``)."""
+
+    kind: str
+    factory: PolicyFactory
+    needs_arg: bool = False
+
+
+_USAGE = {"noisy-oracle": "noisy-oracle:EPS", "hf": "hf:PATH", "openai": "openai:MODEL@BASE_URL"}
+"""How the valid choices show the kinds that take an argument."""
+
+POLICIES: Registry[RegisteredPolicy] = Registry(
+    "policy",
+    modules=("arlkit.policies.debate", "arlkit.policies.scripted"),
+    # LLM backends import torch or an HTTP client: their modules load when the kind is first asked for.
+    on_demand={"hf": "arlkit.policies.hf", "openai": "arlkit.policies.openai_backend"},
+    label=lambda kind: _USAGE.get(kind, kind),
+)
+"""The policy-kind registry; ``modules`` are the built-in kinds that are cheap to import."""
 
 
 def register_policy(kind: str, *, needs_arg: bool = False) -> Callable[[PolicyFactory], PolicyFactory]:
     """Decorator registering a policy factory under ``kind``."""
-
-    def deco(factory: PolicyFactory) -> PolicyFactory:
-        if kind in _KINDS:
-            raise ValueError(f"policy kind {kind!r} is already registered")
-        _KINDS[kind] = (factory, needs_arg)
-        return factory
-
-    return deco
-
-
-def _load_builtins() -> None:
-    from arlkit.policies import builtin  # noqa: F401
+    return POLICIES.register(kind, lambda factory: RegisteredPolicy(kind, factory, needs_arg))
 
 
 def list_policy_kinds() -> list[str]:
     """Registered policy kinds, sorted."""
-    _load_builtins()
-    return sorted(set(_KINDS) | set(_LAZY))
+    return POLICIES.names()
 
 
 def make_policy(spec: str, sampling: SamplingConfig | None = None, backend: BackendOptions | None = None) -> Policy:
@@ -129,24 +138,8 @@ def make_policy(spec: str, sampling: SamplingConfig | None = None, backend: Back
         sampling: sampling options of LLM backends.
         backend: timeouts, retries and context window of LLM backends.
     """
-    _load_builtins()
     kind, sep, arg = spec.partition(":")
-    if kind not in _KINDS and kind in _LAZY:
-        import importlib
-
-        importlib.import_module(_LAZY[kind])
-    if kind not in _KINDS:
-        raise ConfigError(f"unknown policy {spec!r}; valid choices: {', '.join(_describe())}")
-    factory, needs_arg = _KINDS[kind]
-    if needs_arg and not arg:
+    entry = POLICIES.get(kind, quoted=spec)
+    if entry.needs_arg and not arg:
         raise ConfigError(f"policy {kind!r} needs an argument: {kind}:ARG")
-    return factory(arg if sep else None, sampling or SamplingConfig(), backend or BackendOptions())
-
-
-def _describe() -> list[str]:
-    examples = {
-        "noisy-oracle": "noisy-oracle:EPS",
-        "hf": "hf:PATH",
-        "openai": "openai:MODEL@BASE_URL",
-    }
-    return [examples.get(kind, kind) for kind in sorted(set(_KINDS) | set(_LAZY))]
+    return entry.factory(arg if sep else None, sampling or SamplingConfig(), backend or BackendOptions())

@@ -12,7 +12,8 @@ from __future__ import annotations
 import csv
 import importlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +31,19 @@ from arlkit.analysis.runs import (
     AnalysisInputError, PairedRuns, check_compatible, load_run, paired_runs, refuse_native_tool_calls, resolve_tasks,
 )
 from arlkit.analysis.sampling import sample_actions
-from arlkit.analysis.states import equal_pool
+from arlkit.analysis.states import ReplayError, equal_pool
 from arlkit.analysis.steps import StepsConfig, StepsResult, matched_states
 from arlkit.config import ConfigError
 from arlkit.envs import ActionSpace
 from arlkit.policies import Policy, SamplingConfig, ScoringPolicy, list_policy_kinds, make_policy
+from arlkit.rundir import hold_run_dir
 
 __all__ = [
+    "ErrorsConfig",
+    "LikelihoodConfig",
+    "MissingCapability",
+    "StepsConfig",
+    "analysis_run",
     "analyze_depth",
     "analyze_errors",
     "analyze_flows",
@@ -66,6 +73,18 @@ def _meta(pair: PairedRuns, base: str, rl: str) -> dict[str, Any]:
     )  # fmt: skip
     return {"env": pair.env, "base": base, "rl": rl, "runs": pair.sources, "quality": quality,
             "base_label": pair.base_label, "rl_label": pair.rl_label}  # fmt: skip
+
+
+@contextmanager
+def analysis_run(out: str | Path) -> Iterator[None]:
+    """One analysis writing ``out`` at a time (:func:`~arlkit.rundir.hold_run_dir`, what ``arlkit analyze``
+    runs each analysis in); runs whose states cannot be rebuilt by replaying them are bad input
+    (:class:`~arlkit.config.ConfigError`)."""
+    try:
+        with hold_run_dir(out):
+            yield
+    except ReplayError as exc:
+        raise ConfigError(f"cannot rebuild the states of the runs: {exc}") from None
 
 
 def write_skipped(out: str | Path, kind: str, reason: str, meta: dict[str, Any] | None = None) -> None:

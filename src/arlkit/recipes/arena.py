@@ -15,24 +15,26 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from arlkit.config import ConfigError, EnvSpec, config_to_plain
-from arlkit.recipes.jobs import evaluation_status, run_workers
+from arlkit.envs import env_config
+from arlkit.recipes.workers import evaluation_status, run_workers
 from arlkit.rollout.prompts import PromptConfig
 from arlkit.rollout.records import read_trajectories
 from arlkit.rundir import claim_run_dir, holds_run_dir, read_complete_jsonl
 
-__all__ = ["ARENA_ENV", "ARENA_VARIANTS", "ArenaPlan", "ArenaRow", "arena_plan", "run_arena"]
+__all__ = ["ARENA_ENV", "ARENA_VARIANTS", "DEFAULT_VARIANTS", "ArenaPlan", "ArenaRow", "arena_env", "arena_plan",
+           "arena_prompt", "run_arena"]
 
 ARENA_ENV: dict[str, Any] = {"size": 5, "t_max": 32, "success_rate": 0.8, "task_set": "budget_sensitive"}
-"""FrozenLake's default testbed (without ``--env-arg``): the shipped budget-sensitive 5x5 maps, on which the
-arena's cloning and RL sizes were measured (70-turn 4x4 slippery episodes would take the tiny model hours)."""
+"""FrozenLake's default testbed (without ``--env-arg``): the shipped budget-sensitive 5x5 maps, for which the
+arena's cloning and RL sizes are chosen (70-turn 4x4 slippery episodes would take the tiny model hours)."""
 
 ARENA_VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "grpo": ("grpo", {}),
@@ -92,6 +94,22 @@ class ArenaPlan:
             raise ConfigError("variants and seeds must be non-empty and without repeats")
         if self.workers < 1 or self.eval_tasks < 1 or self.eval_samples < 1:
             raise ConfigError("workers, eval_tasks and eval_samples must be >= 1")
+
+
+def arena_env(name: str, options: Mapping[str, Any]) -> EnvSpec:
+    """The environment every stage runs: ``name`` with ``options``, checked by its config (an unknown name
+    or option is a :class:`~arlkit.config.ConfigError`); FrozenLake without options is :data:`ARENA_ENV`."""
+    if name == "frozenlake" and not options:
+        options = ARENA_ENV
+    env_config(name, options)
+    return EnvSpec(name, dict(options))
+
+
+def arena_prompt(profile: Literal["compact", "rt"]) -> PromptConfig:
+    """The prompts of every stage: announced budgets in profile ``compact`` (the tiny model's one-line budget
+    statement, the current observation only) or ``rt`` (RT's system prompt, the first observation and the
+    last (action, observation) pair)."""
+    return PromptConfig("announced", history=0 if profile == "compact" else 1, profile=profile)
 
 
 def arena_plan(
@@ -232,7 +250,8 @@ def run_arena(out: str | Path, plan: ArenaPlan, *, say: Callable[[str], None] = 
 
 def _train_config(plan: ArenaPlan, shared: dict[str, Any], variant: str, seed: int, model: str) -> dict[str, Any]:
     preset, extra = ARENA_VARIANTS[variant]
-    return {**shared, **plan.rl, "model": model, "preset": preset, "seed": seed, "algo": {**plan.rl.get("algo", {}), **extra}}
+    return {**shared, **plan.rl, "model": model, "seed": seed,
+            "algo": {**plan.rl.get("algo", {}), "preset": preset, **extra}}
 
 
 def _check(plan: ArenaPlan, shared: dict[str, Any]) -> None:

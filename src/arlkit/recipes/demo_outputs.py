@@ -29,7 +29,7 @@ from arlkit.report.outputs import save_figure
 from arlkit.rundir import atomic_path
 
 if TYPE_CHECKING:
-    from arlkit.recipes.demo import DemoPlan
+    from arlkit.recipes.demo_plan import DemoPlan
 
 __all__ = ["BOUND_LABEL", "METHODS", "RL_METHODS", "DemoTables", "analysis_readings", "base_r_single", "demo_findings",
            "eval_folders", "rl_runs", "run_label", "seed_caveat", "with_ci", "write_tables"]

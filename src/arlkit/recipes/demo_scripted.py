@@ -10,7 +10,7 @@ from pathlib import Path
 
 from arlkit.config import EnvSpec
 from arlkit.recipes.analyze import analyze_run
-from arlkit.recipes.demo import DEMO_ENV
+from arlkit.recipes.demo_plan import DEMO_ENV
 from arlkit.recipes.eval import EvalConfig, EvalResult, run_eval
 from arlkit.report.html import write_html_report
 from arlkit.rundir import holds_run_dir

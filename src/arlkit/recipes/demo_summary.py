@@ -14,7 +14,7 @@ from arlkit.recipes.demo_outputs import BOUND_LABEL, METHODS, DemoTables, run_la
 from arlkit.rundir import atomic_write_text
 
 if TYPE_CHECKING:
-    from arlkit.recipes.demo import DemoPlan
+    from arlkit.recipes.demo_plan import DemoPlan
 
 __all__ = ["wall_time", "write_summary"]
 

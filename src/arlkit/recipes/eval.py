@@ -16,29 +16,30 @@ as a failure (see docs/concepts.md, "Records and resume").
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from arlkit.config import MOVED_KEYS, ConfigError, EnvSpec, config_to_plain, flat_plain, identity_plain
-from arlkit.budgets import EVAL_BUDGETS, check_budget, resolve_budgets
+from arlkit.config import ConfigError, EnvSpec, config_to_plain
+from arlkit.budgets import EVAL_BUDGETS, Budget, resolve_budgets
 from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.capabilities import close_env, summary_notes, supports_function_calling
 from arlkit.envs.registry import make
 from arlkit.metrics.cost import cost_by_policy
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table
-from arlkit.policies import BackendOptions, SamplingConfig, make_policy
+from arlkit.policies import BackendOptions, Policy, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
 from arlkit.rundir import atomic_path, claim_run_dir, holds_run_dir
 from arlkit.rollout.engine import EngineConfig, EngineStats, make_jobs, run_rollouts
 from arlkit.rollout.prompts import PromptConfig, prompt_version
 from arlkit.rollout.records import CONTEXT_LENGTH_EXCEEDED, JsonlWriter, Trajectory, read_trajectories
 
-__all__ = ["EvalConfig", "EvalResult", "run_eval"]
+__all__ = ["EngineStats", "EvalConfig", "EvalResult", "check_eval_config", "run_eval"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class EvalConfig:
     policies: tuple[str, ...] = ("oracle",)
     tasks: int = 100
     samples: int = 8
-    budgets: tuple[str, ...] = ("25%", "50%", "75%", "100%")
+    budgets: tuple[Budget, ...] = tuple(Budget.parse(b) for b in ("25%", "50%", "75%", "100%"))
     prompt: PromptConfig = field(default_factory=PromptConfig)
     ks: tuple[int, ...] | None = None
     split: Literal["train", "test"] = "test"
@@ -90,8 +91,6 @@ class EvalConfig:
     allow_errors: bool = False
     wandb: str = ""
 
-    MOVED_KEYS: ClassVar[dict[str, str]] = {**MOVED_KEYS, "max_active": "engine.max_active"}
-
     def __post_init__(self) -> None:
         if not isinstance(self.env, EnvSpec):
             raise ValueError(f"env: expected EnvSpec(name, args), got {self.env!r}")
@@ -101,8 +100,7 @@ class EvalConfig:
             raise ValueError(f"prompt: expected a PromptConfig, got {self.prompt!r}")
         if not self.budgets:
             raise ValueError("give at least one budget")
-        for budget in self.budgets:
-            check_budget(budget, EVAL_BUDGETS)
+        object.__setattr__(self, "budgets", tuple(Budget.parse(b, EVAL_BUDGETS) for b in self.budgets))
         if self.tasks < 1:
             raise ValueError(f"tasks must be >= 1, got {self.tasks}")
         if self.samples < 1:
@@ -160,16 +158,25 @@ class EvalResult:
         return sum(1 for t in self.trajectories if t.ended_by == CONTEXT_LENGTH_EXCEEDED)
 
 
+def check_eval_config(config: EvalConfig) -> EvalConfig:
+    """``config`` with its environment checked and the options given typed, before any work (an unknown
+    name or option is a :class:`~arlkit.config.ConfigError`): ``run.json`` stores ``6``, not ``"6"``, and
+    ``sandbox.memory_mb`` gives the whole typed ``sandbox`` section."""
+    typed = env_config(config.env.name, config.env.args)
+    given = dict.fromkeys(str(k).split(".")[0] for k in config.env.args)
+    return dataclasses.replace(config, env=EnvSpec(config.env.name, {k: getattr(typed, k) for k in given}))
+
+
 def _run_identity(config: EvalConfig) -> dict[str, Any]:
     """The parts of a config that determine results (``max_active``, ``allow_errors``, timeouts
     and retries do not)."""
-    data = flat_plain(config)  # the flat form of the identities recorded before env and prompt were sections
-    for key in ("max_active", "allow_errors", "wandb"):  # max_active: flat_plain's form of the engine section
+    data = config_to_plain(config)
+    for key in ("engine", "allow_errors", "wandb"):
         data.pop(key)
     backend = data.pop("backend")
     if backend["context_length"] is not None:  # timeouts and retries do not change results
         data["context_length"] = backend["context_length"]
-    data["env_args"] = identity_plain(env_config(config.env.name, config.env.args))
+    data["env"]["args"] = config_to_plain(env_config(config.env.name, config.env.args))
     data["prompt_version"] = prompt_version(config.prompt)
     return json.loads(json.dumps(data, sort_keys=True))  # the form it takes in run.json
 
@@ -228,9 +235,31 @@ def run_eval(
     if on_start:
         on_start(probe)
     budgets = resolve_budgets(config.budgets, probe.t_max)
-    ks = list(config.ks) if config.ks else default_ks(config.samples)
+    policies, tasks = _policies_and_tasks(config, probe)
+    claim_run_dir(out, _run_identity(config))
+    run_budgets = budgets if config.prompt.budget_mode == "announced" else [max(budgets)]
+    kept, failed = _roll_out(config, out, policies, tasks, run_budgets, on_progress=on_progress, stats=stats)
+    trajectories = read_trajectories(out / "trajectories.jsonl")
+    rows, withheld = _pass_tables(config, probe, tasks, trajectories, failed, budgets)
+    result = EvalResult(out, rows, trajectories, budgets, probe.t_max, [t.task_id for t in tasks], resumed=len(kept),
+                        failed=failed, withheld=withheld)  # fmt: skip
+    result.notes = _notes(result, config) + summary_notes(probe, tasks)  # the environment's own, after the rows
+    title = (
+        f"Pass@(K,T) on {config.env.name} ({len(tasks)} {config.split} tasks, {config.samples} samples each, "
+        f"{config.prompt.budget_mode} budgets, T_max = {probe.t_max})"
+    )
+    write_eval_report(out, rows, title=title, notes=result.notes)
+    close_env(probe)
+    if config.wandb:
+        _log_to_wandb(config, out, rows)
+    return result
+
+
+def _policies_and_tasks(config: EvalConfig, probe: Env) -> tuple[list[Policy], list[Task]]:
+    """The policies and the evaluated tasks; with native tool calls, the environment's tools and the
+    policies' ability to send them are checked first (before a served policy is contacted)."""
     native = config.prompt.tool_calls == "native"
-    if native:  # before any policy is built (a served one is contacted)
+    if native:
         _check_native_env(probe)
     policies = [make_policy(spec, config.sampling, config.backend) for spec in config.policies]
     if native:
@@ -239,16 +268,21 @@ def run_eval(
     if native and tasks:  # the tools can be built (bfcl: its function-calling helpers are installed)
         probe.reset(tasks[0], config.seed)
         probe.function_tools()  # type: ignore[attr-defined]
-    claim_run_dir(out, _run_identity(config))
+    return policies, tasks
 
-    run_budgets = budgets if config.prompt.budget_mode == "announced" else [max(budgets)]
+
+def _roll_out(config: EvalConfig, out: Path, policies: Sequence[Policy], tasks: Sequence[Task],
+              run_budgets: Sequence[int], *, on_progress: Callable[[int, int], None] | None,
+              stats: EngineStats | None) -> tuple[list[Trajectory], list[Trajectory]]:
+    """Every (policy, budget, task, sample) trajectory not yet in ``trajectories.jsonl``, streamed there
+    as it finishes (policy errors to ``errors.jsonl``). Returns the trajectories kept from an earlier
+    run and those this run ended by policy errors."""
     path, errors_path = out / "trajectories.jsonl", out / "errors.jsonl"
-    kept = _set_aside_errors(path, errors_path, read_trajectories(path, repair=True))
+    kept = read_trajectories(path, repair=True)
     done = {t.key() for t in kept}
     total = len(config.policies) * len(run_budgets) * len(tasks) * config.samples
     finished = [len(done)]
     failed: list[Trajectory] = []
-    prompt = config.prompt
     if on_progress:
         on_progress(finished[0], total)
 
@@ -265,25 +299,20 @@ def run_eval(
                 on_progress(finished[0], total)
 
         for spec, policy in zip(config.policies, policies, strict=True):
-            jobs = [
-                job
-                for T in run_budgets
-                for job in make_jobs(tasks, config.samples, T, config.seed)
-                if (spec, T, job.task.task_id, job.sample) not in done
-            ]
+            jobs = [job for T in run_budgets for job in make_jobs(tasks, config.samples, T, config.seed)
+                    if (spec, T, job.task.task_id, job.sample) not in done]  # fmt: skip
             if jobs:
-                run_rollouts(
-                    lambda: make(config.env.name, **config.env.args),
-                    jobs,
-                    policy,
-                    prompt,
-                    engine=config.engine,
-                    stats=stats,
-                    on_finish=record,
-                    policy_name=spec,
-                )
+                run_rollouts(lambda: make(config.env.name, **config.env.args), jobs, policy, config.prompt,
+                             engine=config.engine, stats=stats, on_finish=record, policy_name=spec)  # fmt: skip
+    return kept, failed
 
-    trajectories = read_trajectories(path)
+
+def _pass_tables(config: EvalConfig, probe: Env, tasks: Sequence[Task], trajectories: Sequence[Trajectory],
+                 failed: Sequence[Trajectory], budgets: Sequence[int]) -> tuple[list[PassRow], list[str]]:
+    """Pass@(K,T) rows of every policy (with the oracle's success probabilities and the budget headroom
+    where the environment has them), and the policies withheld because some of their trajectories
+    ended by policy errors (unless ``allow_errors``)."""
+    ks = list(config.ks) if config.ks else default_ks(config.samples)
     task_ids = [t.task_id for t in tasks]
     probs = _per_task(probe, tasks, has_oracle(probe), "success_probability")
     headroom = _per_task(probe, tasks, isinstance(probe, BudgetHeadroom), "headroom")
@@ -295,33 +324,10 @@ def run_eval(
         if errored and not config.allow_errors:
             withheld.append(spec)
             continue
-        rows += pass_table(
-            mine + errored,
-            env=config.env.name,
-            policy=spec,
-            budget_mode=config.prompt.budget_mode,
-            budgets=budgets,
-            ks=ks,
-            t_max=probe.t_max,
-            task_ids=task_ids,
-            success_probability=probs,
-            headroom=headroom,
-            resamples=config.bootstrap,
-            seed=config.seed,
-        )
-    result = EvalResult(
-        out, rows, trajectories, budgets, probe.t_max, task_ids, resumed=len(kept), failed=failed, withheld=withheld
-    )
-    result.notes = _notes(result, config) + summary_notes(probe, tasks)  # the environment's own, after the rows
-    title = (
-        f"Pass@(K,T) on {config.env.name} ({len(task_ids)} {config.split} tasks, {config.samples} samples each, "
-        f"{config.prompt.budget_mode} budgets, T_max = {probe.t_max})"
-    )
-    write_eval_report(out, rows, title=title, notes=result.notes)
-    close_env(probe)
-    if config.wandb:
-        _log_to_wandb(config, out, rows)
-    return result
+        rows += pass_table(mine + errored, env=config.env.name, policy=spec, budget_mode=config.prompt.budget_mode,
+                           budgets=list(budgets), ks=ks, t_max=probe.t_max, task_ids=task_ids,
+                           success_probability=probs, headroom=headroom, resamples=config.bootstrap, seed=config.seed)
+    return rows, withheld
 
 
 def _log_to_wandb(config: EvalConfig, out: Path, rows: Sequence[PassRow]) -> None:
@@ -340,22 +346,6 @@ def _log_to_wandb(config: EvalConfig, out: Path, rows: Sequence[PassRow]) -> Non
         table = list(csv.reader(handle))
     run.run.log({"passkt": wandb.Table(columns=table[0], data=table[1:])})
     run.finish()
-
-
-def _set_aside_errors(path: Path, errors_path: Path, kept: list[Trajectory]) -> list[Trajectory]:
-    """``kept`` without trajectories ended by policy errors; records written before errors were kept
-    apart held them in ``path``: they move to ``errors_path`` (so they are retried)."""
-    errored = [t for t in kept if t.error is not None]
-    if not errored:
-        return kept
-    good = [t for t in kept if t.error is None]
-    with JsonlWriter(errors_path) as log:
-        for trajectory in errored:
-            log.write(trajectory)
-    with atomic_path(path) as tmp, JsonlWriter(tmp) as rewrite:
-        for trajectory in good:
-            rewrite.write(trajectory)
-    return good
 
 
 def _notes(result: EvalResult, config: EvalConfig) -> list[str]:

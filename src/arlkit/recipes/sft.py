@@ -26,13 +26,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from arlkit.analysis.states import replay
-from arlkit.config import ConfigError, config_to_plain, identity_plain
-from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
+from arlkit.config import ConfigError, config_to_plain
 from arlkit.envs import ActionSpace, Oracle, Task, make
 from arlkit.policies import Message, Request, make_policy
 from arlkit.policies.scripted import format_reply, oracle_horizon, random_action
@@ -49,7 +49,7 @@ from arlkit.train.model import load_model, resolve_model_path, save_model_dir
 from arlkit.train.optim import adamw, lr_scheduler
 from arlkit.train.tracking import MetricsLog, WandbRun, progress_bar
 
-__all__ = ["SFTResult", "collect_demonstrations", "run_sft", "sft_rows"]
+__all__ = ["SFTConfig", "SFTResult", "check_sft", "collect_demonstrations", "run_sft", "sft_rows"]
 
 
 @dataclass
@@ -112,7 +112,7 @@ def collect_demonstrations(config: SFTConfig) -> Demonstrations:
         raise ConfigError(f"relabel: the environment {env.name!r} has no oracle; set relabel: false")
     if config.label_noise > 0 and not (config.relabel and isinstance(env, ActionSpace)):
         raise ConfigError("label_noise needs relabel: true and an environment with a finite action set")
-    budgets = resolve_budget(config.budget, int(env.t_max), TRAIN_BUDGETS)
+    budgets = config.budget.turns(int(env.t_max))
     tasks = env.tasks("train", config.tasks)
     rng = np.random.default_rng([config.seed, 1729])
     per_task = sample_group_budgets(budgets, len(tasks), rng) if len(budgets) > 1 else [budgets[0]] * len(tasks)
@@ -213,21 +213,29 @@ def _finished(out: Path) -> SFTResult:
     return SFTResult(**{**fields, "model_dir": Path(fields["model_dir"])})
 
 
+def check_sft(config: SFTConfig) -> dict[str, Any]:
+    """Every check :func:`run_sft` makes before writing to its folder (the environment, the budgets, the
+    model and expert paths), and the run in short: what ``arlkit sft --check`` prints."""
+    budgets = check_sft_config(config)
+    return {"env": config.env.name, "model": config.model.path, "expert": config.expert, "budgets": list(budgets),
+            "rows": config.rows}
+
+
 @holds_run_dir("out")
 def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFTResult:
     """Behaviour cloning into ``out`` (module docstring). The config, its environment, model and expert
     are checked (:func:`~arlkit.train.checks.check_sft_config`) before anything is written to ``out``."""
     out = Path(out)
     check_sft_config(config)
-    identity = {"config": identity_plain(config), "prompt_version": prompt_version(config.prompt)}
+    identity = {"config": config_to_plain(config), "prompt_version": prompt_version(config.prompt)}
     claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every", "config.wandb"), allowed=("base_model",))
     if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():
         return _finished(out)  # the same command again: the run is done
     torch.manual_seed(config.seed)
-    model_path = resolve_model_path(config.model, out)
-    model, tokenizer = load_model(model_path, attn_implementation=config.attn_implementation)
+    model_path = resolve_model_path(config.model.path, out)
+    model, tokenizer = load_model(model_path, attn_implementation=config.model.attn_implementation)
     chat = ChatTokens(tokenizer)
-    precision = resolve_precision(config.precision, next(model.parameters()).device)
+    precision = resolve_precision(config.model.precision, next(model.parameters()).device)
 
     demos = collect_demonstrations(config)  # seeded: a resumed run collects the same ones
     rows, systems = sft_rows(demos, chat, config.rows)
@@ -256,8 +264,8 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
             if not epoch:
                 epoch = _batches(systems, config.batch_rows, rng)
             batch = [rows[i] for i in epoch.pop()]
-            scores = score_rows(model, batch, max_tokens=config.max_tokens, pad_id=chat.pad_id, precision=precision,
-                                share_prefix=config.share_prefix)
+            scores = score_rows(model, batch, max_tokens=config.model.max_tokens, pad_id=chat.pad_id, precision=precision,
+                                share_prefix=config.model.share_prefix)
             logp = torch.cat(scores.logprobs)
             loss = -logp.mean()
             optimizer.zero_grad(set_to_none=True)

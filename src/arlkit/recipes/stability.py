@@ -12,7 +12,7 @@ from arlkit.config import read_yaml
 from arlkit.report.stability_files import write_stability
 from arlkit.rundir import read_complete_jsonl
 
-__all__ = ["analyze_stability", "load_training_run"]
+__all__ = ["StabilityConfig", "analyze_stability", "load_training_run"]
 
 
 def load_training_run(path: str | Path) -> tuple[str, list[dict[str, Any]], int | None]:

@@ -259,7 +259,7 @@ def _title(group: EvalGroup) -> str:
 
 def _head(group: EvalGroup) -> str:
     runs = "".join(f"<li><code>{esc(r.path)}</code></li>" for r in group.runs)
-    args = (group.runs[0].identity or {}).get("env_args") or {}
+    args = ((group.runs[0].identity or {}).get("env") or {}).get("args") or {}
     config = f"<p class='meta'>environment arguments: {esc(', '.join(f'{k}={v}' for k, v in args.items()))}</p>" if args else ""
     merged = f"{len(group.runs)} runs" if len(group.runs) > 1 else "1 run"
     return (f"<h3>{esc(_title(group))}</h3><details><summary class='meta'>from {merged}</summary>{config}"

@@ -17,7 +17,7 @@ from arlkit.envs import list_envs, make
 from arlkit.policies.protocol import Message
 from arlkit.policies.scripted import NoisyOraclePolicy, RandomPolicy
 from arlkit.policies.tiny import build_tiny_model, render_chatml
-from arlkit.rollout.engine import make_jobs, run_rollouts
+from arlkit.rollout.engine import EngineConfig, make_jobs, run_rollouts
 from arlkit.rollout.prompts import PromptConfig
 from arlkit.rollout.records import Trajectory
 
@@ -75,7 +75,7 @@ def corpus_texts(seed: int = 0) -> list[str]:
                         jobs,
                         policy,
                         prompt,
-                        max_active=len(jobs),  # all at once: the corpus's order is the engine's (_conversations)
+                        engine=EngineConfig(max_active=len(jobs)),  # all at once: the corpus's order is the engine's
                         keep_prompts=True,
                     )
                     texts.extend(render_chatml(c) for c in _conversations(trajectories))

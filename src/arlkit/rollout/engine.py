@@ -26,7 +26,7 @@ import math
 import os
 from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from arlkit.envs.capabilities import Closable, close_env, steps_block
@@ -103,8 +103,8 @@ class EngineConfig:
         batch_wait_s: how long a batched policy's micro-batcher waits for more requests once one
             is ready, while some trajectories are still stepping their environments.
         schedule: ``async`` (each trajectory on its own) or ``lockstep`` (one ``generate`` call per
-            tick for every running trajectory, environment steps one at a time: the engine before
-            it was asynchronous, for comparisons; ``max_concurrency`` and ``env_workers`` unused).
+            tick for every running trajectory, environment steps one at a time: every trajectory
+            waits for the slowest, for comparisons; ``max_concurrency`` and ``env_workers`` unused).
     """
 
     max_active: int = 256
@@ -300,7 +300,6 @@ def run_rollouts(
     policy: Policy,
     prompt: PromptConfig | None = None,
     *,
-    max_active: int | None = None,
     engine: EngineConfig | None = None,
     on_finish: Callable[[Trajectory], None] | None = None,
     policy_name: str | None = None,
@@ -315,7 +314,6 @@ def run_rollouts(
         policy: an :class:`~arlkit.policies.protocol.AsyncPolicy` gets one request at a time; any
             other policy gets batches of ready requests (``generate``).
         prompt: budget mode and history window.
-        max_active: overrides ``engine.max_active``.
         engine: concurrency bounds and schedule (:class:`EngineConfig`).
         on_finish: called with each trajectory as soon as it ends, in the order they end (e.g. to
             write it), including those ended by a backend failure (``ended_by == "policy_error"``).
@@ -330,8 +328,5 @@ def run_rollouts(
     can await :func:`arun_rollouts` instead.
     """
     engine = engine or EngineConfig()
-    if max_active is not None:
-        engine = replace(engine, max_active=max_active)
-
     return _run_sync(lambda: arun_rollouts(make_env, jobs, policy, prompt, engine=engine, on_finish=on_finish,
                                            policy_name=policy_name, keep_prompts=keep_prompts, stats=stats))

@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from arlkit.config import late_field
 from arlkit.policies.protocol import Message
 
 __all__ = [
@@ -71,8 +70,8 @@ class PromptConfig:
     budget_mode: BudgetMode = "announced"
     history: int | None = None
     counters: CounterPosition = "system"
-    profile: Profile = late_field("rt")
-    tool_calls: ToolCallMode = late_field("text")
+    profile: Profile = "rt"
+    tool_calls: ToolCallMode = "text"
 
     def __post_init__(self) -> None:
         if self.profile not in PROMPT_PROFILES:

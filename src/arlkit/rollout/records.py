@@ -70,8 +70,7 @@ class TurnRecord:
             unless asked).
         logprobs: per-token log-probs at sampling time, when the policy returns them.
         remaining: the remaining budget the prompt announced before this turn (this turn included,
-            :attr:`Request.remaining`); ``None`` in hidden mode. Written to JSON lines; a record older
-            than the field gets, in announced mode, ``budget - turn`` (what every prompt announced).
+            :attr:`Request.remaining`); ``None`` in hidden mode.
         prompt: the messages and prompt token ids the policy was shown, when the rollout kept them
             (``run_rollouts(keep_prompts=True)``); in memory only: never written, not compared.
         usage: the reply's token counts as the backend reported them (:attr:`Reply.usage`), or
@@ -126,7 +125,7 @@ class Trajectory:
         success_turn: 1-based turn of the first success, or ``None``.
         error: a policy-backend failure that ended the trajectory early, or ``None``.
         group: an optional group label (training: the trajectories of one task in one step).
-        ended_by: why it ended, one of :data:`ENDINGS` (``None`` in records older than the field).
+        ended_by: why it ended, one of :data:`ENDINGS` (``None`` when the record does not say).
         replaced_code_points: code points the writer replaced with U+FFFD to keep the record valid
             UTF-8 (lone surrogates in a reply, action or observation); 0 for clean text.
     """
@@ -166,18 +165,10 @@ class Trajectory:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Trajectory:
-        """Inverse of :meth:`to_json` (the in-memory :attr:`TurnRecord.prompt` is ``None``). Turns of
-        records older than :attr:`TurnRecord.remaining` get what their prompts announced: ``budget -
-        turn`` in announced mode, ``None`` in hidden mode."""
+        """Inverse of :meth:`to_json` (the in-memory :attr:`TurnRecord.prompt` is ``None``)."""
         values = dict(data)
         values.pop("return", None)
-        announced = values.get("budget_mode") == "announced" and isinstance(values.get("budget"), int)
-        turns = []
-        for k, turn in enumerate(values.get("turns", [])):
-            if "remaining" not in turn:
-                turn = {**turn, "remaining": int(values["budget"]) - k if announced else None}
-            turns.append(TurnRecord(**turn))
-        values["turns"] = turns
+        values["turns"] = [TurnRecord(**turn) for turn in values.get("turns", [])]
         return cls(**values)
 
 

@@ -7,6 +7,7 @@ from arlkit.train.budgetmix import AuditReport, audit_run, budget_candidates, ch
 from arlkit.train.config import (
     DynamicsConfig,
     LoRAConfig,
+    ModelConfig,
     OptimConfig,
     SFTConfig,
     TrainConfig,
@@ -22,6 +23,7 @@ __all__ = [
     "Critic",
     "DynamicsConfig",
     "LoRAConfig",
+    "ModelConfig",
     "OptimConfig",
     "SFTConfig",
     "TokenRow",

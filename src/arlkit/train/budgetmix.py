@@ -1,4 +1,5 @@
 """BudgetMix (docs/algorithms.md#budgetmix; RT §5.2 and App. A.4): train under budgets drawn per group.
+RT: "What Does Multi-Turn Reinforcement Learning Really Improve in LLM Agents?"
 
 - Candidates (:func:`arlkit.budgets.budget_candidates`, with the parser of every budget setting):
   ``T_i = ceil(i·T_max/10)`` for i = 1..10, computed in integers as ``(i*T_max + 9) // 10``
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from arlkit.budgets import TRAIN_BUDGETS, budget_candidates, resolve_budget
+from arlkit.budgets import Budget, budget_candidates
 
 __all__ = [
     "AuditCheck",
@@ -165,7 +166,7 @@ def budget_checks(mode: str, t_max: int, budgets: Sequence[int], *, alpha: float
     """The checks on the groups' budgets alone (one per group): every budget allowed by ``mode``
     and, for BudgetMix, their counts consistent with uniform over the candidates (chi-square p-value
     >= ``alpha``). Shared by :func:`audit_run` and the audit of verl data files."""
-    allowed = list(resolve_budget(mode, t_max, TRAIN_BUDGETS))
+    allowed = list(Budget.parse(mode).turns(t_max))
     outside = [b for b in budgets if b not in allowed]
     checks = [AuditCheck(
         "budgets from the allowed set", not outside,
@@ -207,7 +208,7 @@ def audit_run(run: str | Path, *, alpha: float = 0.01) -> AuditReport:
 
     checks += budget_checks(mode, t_max, [int(g["budget"]) for g in groups], alpha=alpha)
 
-    hidden = info["config"].get("budget_mode") == "hidden"
+    hidden = info["config"]["prompt"]["budget_mode"] == "hidden"
     wrong_prompt = []
     turns_seen = 0
     for g in groups:

@@ -14,8 +14,7 @@ checkpoint holds is of those types (the NumPy RNG state is stored as plain numbe
 that does not match (a flipped bit, a truncated or empty file), cannot be read, or holds anything
 else (a pickled object) is reported in one :class:`CheckpointWarning` line, set aside as ``*.corrupt``,
 and the next older one is tried; when none is usable, :class:`CheckpointError` stops the run. A
-checkpoint without a manifest (written before manifests existed) is loaded unverified with a warning
-(docs/training.md §5).
+checkpoint without a manifest is loaded unverified with a warning (docs/training.md#checkpoints-and-resume).
 
 The run folder itself (``run.json``, resume, ``--force``) is :mod:`arlkit.rundir`'s. A full disk while
 writing is an ``OSError(ENOSPC)`` naming the file.
@@ -62,7 +61,7 @@ class CheckpointError(RunError):
 
 
 class CheckpointWarning(UserWarning):
-    """A checkpoint was skipped (corrupt, truncated, empty) or loaded without verification."""
+    """A checkpoint was skipped (no manifest, corrupt, truncated, empty)."""
 
 
 def get_rng_state() -> dict[str, Any]:
@@ -188,11 +187,12 @@ def _sha256(path: Path) -> str:
 
 
 def checkpoint_problem(path: Path) -> str | None:
-    """What is wrong with the checkpoint ``path`` according to its manifest (None when it matches, or when
-    it has no manifest: see :func:`load_checkpoint`). Reads the whole file once."""
+    """What is wrong with the checkpoint ``path`` according to its manifest (None when it matches). A
+    checkpoint without one is refused: :func:`save_checkpoint` writes the manifest first. Reads the whole
+    file once."""
     manifest_path = _manifest_path(path)
     if not manifest_path.exists():
-        return None
+        return f"has no manifest {manifest_path.name}, so it cannot be verified"
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         entry = manifest["files"][path.name]
@@ -219,16 +219,12 @@ def checkpoint_problem(path: Path) -> str | None:
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint`, verified against its manifest first, with
-    ``weights_only=True`` (tensors and plain values: nothing that runs code). Raises :class:`CheckpointError` naming the file and what is
-    wrong, a pickled object included; a checkpoint without a manifest is read unverified with a
-    :class:`CheckpointWarning`."""
+    ``weights_only=True`` (tensors and plain values: nothing that runs code). Raises :class:`CheckpointError`
+    naming the file and what is wrong (no manifest, a mismatch, a pickled object)."""
     path = Path(path)
     problem = checkpoint_problem(path)
     if problem is not None:
         raise CheckpointError(f"checkpoint {path} {problem}")
-    if not _manifest_path(path).exists():
-        warnings.warn(f"checkpoint {path} has no manifest (written before checkpoints recorded SHA-256 sums); "
-                      "loading it unverified", CheckpointWarning, stacklevel=2)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:

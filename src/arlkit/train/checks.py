@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from arlkit.algos import AlgoConfig, get_preset
+from arlkit.algos import ADV_ESTIMATORS, AlgoConfig
 from arlkit.config import ConfigError, check_model_dir
-from arlkit.budgets import TRAIN_BUDGETS, resolve_budget
 from arlkit.train.config import SFTConfig, TrainConfig
 
 __all__ = ["ResolvedTrain", "check_model_spec", "check_sft_config", "check_train_config"]
@@ -52,7 +51,7 @@ def _check_attention(name: str) -> None:
 
     known = {"arlkit", "eager", *AttentionInterface().valid_keys()}
     if name not in known:
-        raise ConfigError(f"attn_implementation: unknown kernel {name!r}; valid choices: {', '.join(sorted(known))}")
+        raise ConfigError(f"model.attn_implementation: unknown kernel {name!r}; valid choices: {', '.join(sorted(known))}")
 
 
 def _check_env(env: str, env_args: Mapping[str, Any]) -> Any:
@@ -72,9 +71,9 @@ def check_sft_config(config: SFTConfig) -> tuple[int, ...]:
     from arlkit.policies import make_policy
 
     env = _check_env(config.env.name, config.env.args)
-    budgets = resolve_budget(config.budget, int(env.t_max), TRAIN_BUDGETS)
-    check_model_spec(config.model)
-    _check_attention(config.attn_implementation)
+    budgets = config.budget.turns(int(env.t_max))
+    check_model_spec(config.model.path)
+    _check_attention(config.model.attn_implementation)
     if config.expert.startswith("hf:"):
         check_model_spec(config.expert, field="expert")
     else:
@@ -91,23 +90,24 @@ def check_train_config(config: TrainConfig) -> ResolvedTrain:
     """Resolve the preset and the budgets, and check the model path; raise :class:`ConfigError` naming
     the field for impossible combinations."""
     env = _check_env(config.env.name, config.env.args)
-    check_model_spec(config.model)
-    _check_attention(config.attn_implementation)
-    algo = get_preset(config.preset, **config.algo)
+    check_model_spec(config.model.path)
+    _check_attention(config.model.attn_implementation)
+    algo = config.algo
     t_max = int(env.t_max)
-    budgets = resolve_budget(config.budget, t_max, TRAIN_BUDGETS)
-    if algo.adv_estimator != "gae" and config.group_size < 2:
+    budgets = config.budget.turns(t_max)
+    needs = ADV_ESTIMATORS.get(algo.adv_estimator).flags
+    if not needs.needs_critic and config.group_size < 2:  # a critic-free estimator's baseline is the group
         raise ConfigError(
-            f"group_size: preset {config.preset!r} (adv_estimator={algo.adv_estimator!r}) compares the trajectories "
+            f"group_size: preset {algo.preset!r} (adv_estimator={algo.adv_estimator!r}) compares the trajectories "
             f"of a group; it needs group_size >= 2, got {config.group_size}"
         )
-    if algo.adv_estimator == "gigpo":
+    if needs.needs_anchor_states:
         from arlkit.envs import StateKey
 
         if not isinstance(env, StateKey):
             raise ConfigError(
-                f"preset: GiGPO groups steps by anchor state, and the environment {config.env.name!r} has no "
-                "state_key; use a preset without anchor states (grpo, rloo, ...)"
+                f"algo.preset: adv_estimator={algo.adv_estimator!r} groups steps by anchor state, and the environment "
+                f"{config.env.name!r} has no state_key; use a preset without anchor states (grpo, rloo, ...)"
             )
     if not algo.step_rows and config.prompt.history is not None:
         raise ConfigError("prompt.history: trajectory rows (step_rows=false) hold the whole chat; set "

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from arlkit.algos import RewardConfig
-from arlkit.config import MOVED_KEYS, EnvSpec, check_number, late_field
-from arlkit.budgets import TRAIN_BUDGETS, check_budget
+from arlkit.algos import AlgoConfig, RewardConfig
+from arlkit.config import EnvSpec, check_number, expand_shorthands
+from arlkit.budgets import TRAIN_BUDGETS, Budget
 from arlkit.policies.registry import SamplingConfig
 from arlkit.rollout.engine import EngineConfig
 from arlkit.rollout.prompts import PromptConfig
@@ -25,6 +25,7 @@ from arlkit.rollout.prompts import PromptConfig
 __all__ = [
     "DynamicsConfig",
     "LoRAConfig",
+    "ModelConfig",
     "OptimConfig",
     "SFTConfig",
     "TrainConfig",
@@ -128,23 +129,47 @@ class ValidationConfig:
 
 
 @dataclass(frozen=True)
+class ModelConfig:
+    """The ``model`` section of ``arlkit train`` and ``arlkit sft``: the starting weights and how training
+    forwards run. ``model: PATH`` (or the override ``model=PATH``) sets ``path`` alone."""
+
+    SHORTHAND: ClassVar[str] = "path"
+
+    path: str = "tiny:nano"
+    """A local Hugging Face model directory, or ``tiny:nano`` / ``tiny:micro`` to build the embedded tiny
+    model offline (into the run directory)."""
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    """Forward precision: ``auto`` = bf16 autocast on CUDA, fp32 on CPU; or fp32 / bf16."""
+    attn_implementation: str = "arlkit"
+    """Attention kernel for rollouts and training: ``arlkit`` (:mod:`arlkit.policies.attention`: SDPA
+    without grouped-query copies, a matmul kernel for decode steps on the CPU; transformers' SDPA on
+    other devices), ``sdpa`` or ``eager``. Fixed, not probed, so runs are reproducible. Under bf16
+    autocast SDPA's CPU backward is slow; prefer ``eager`` there."""
+    share_prefix: bool = True
+    """Encode prompt prefixes shared by several rows once in training forwards (exact). Short rows gain
+    little: the many small forwards that sharing splits a batch into can cost more than the tokens saved."""
+    max_tokens: int = 16384
+    """Padded tokens per training forward chunk (with ``chunked_backward``, the bound on training memory)."""
+
+    def __post_init__(self) -> None:
+        check_number("max_tokens", self.max_tokens, ge=64)
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """One multi-turn RL run (``arlkit train --config FILE.yaml``)."""
 
-    model: str = "tiny:nano"
-    """Initial policy: a local Hugging Face model directory, or ``tiny:nano`` / ``tiny:micro`` to build
-    the embedded tiny model offline (into the run directory)."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The initial policy and how its forwards run; ``model: PATH`` sets ``model.path`` alone."""
     env: EnvSpec = field(default_factory=EnvSpec)
     """The environment and its config overrides: ``{name: frozenlake, args: {size: 5, t_max: 32}}``."""
     train_tasks: int = 256
     """Training task pool: the first n tasks of the train split (each step samples from it)."""
-    preset: str = "grpo"
-    """Algorithm preset (``grpo``, ``drgrpo``, ``rloo``, ``gigpo``, ``ppo``, ``gspo``, ``cispo``, ``sapo``,
-    ``empg``, ``dapo``, ``sampo``)."""
-    algo: dict[str, Any] = field(default_factory=dict)
-    """Flat overrides of the preset's :class:`~arlkit.algos.AlgoConfig` (``kl_coef``, ``step_rows``,
-    ``clip_ratio_high``, ...)."""
-    budget: str = "full"
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    """The policy-optimisation choices: ``preset`` (``grpo``, ``drgrpo``, ``rloo``, ``gigpo``, ``ppo``, ``gspo``,
+    ``cispo``, ``sapo``, ``empg``, ``dapo``, ``sampo``; docs/algorithms.md#presets) and overrides of its
+    choices (``kl_coef``, ``step_rows``, ``clip_ratio_high``, ...): ``algo: {preset: sampo, kl_coef: 0.02}``."""
+    budget: Budget = Budget.parse("full")
     """Budget distribution: ``full`` (every group at T_max), ``budgetmix`` (one candidate per group,
     docs/algorithms.md#budgetmix), or one budget for every group: turns (``10``) or a percentage of T_max (``25%``)."""
     prompt: PromptConfig = field(default_factory=PromptConfig)
@@ -174,27 +199,14 @@ class TrainConfig:
     """Optional LoRA adapters."""
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     """R_multi / R_single validation."""
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
-    """Training forward precision: ``auto`` = bf16 autocast on CUDA, fp32 on CPU (measured faster there);
-    or fp32 / bf16."""
-    attn_implementation: str = "arlkit"
-    """Attention kernel for rollouts and training: ``arlkit`` (:mod:`arlkit.policies.attention`: SDPA
-    without grouped-query copies, a matmul kernel for decode steps on the CPU; transformers' SDPA on
-    other devices), ``sdpa`` or ``eager``. Fixed, not probed, so runs are reproducible. On the 2-core CPU
-    in fp32: micro rollouts 1.07-1.09x faster than ``sdpa`` (docs/policies.md), a nano forward+backward
-    of 64 x 300 tokens 2.5 s vs 2.8 s (``sdpa``) and 3.7 s (``eager``); under bf16 autocast SDPA's CPU
-    backward is slow, prefer eager there."""
-    share_prefix: bool = True
-    """Encode prompt prefixes shared by several rows once in training forwards (exact)."""
-    max_tokens: int = 16384
-    """Padded tokens per training forward chunk (with ``chunked_backward``, the bound on training memory)."""
-    chunked_backward: bool = late_field(False)
+    chunked_backward: bool = False
     """Backpropagate the policy loss one forward chunk at a time (:func:`~arlkit.train.forward.backward_rows`):
     the loss's gradients with respect to the log-probs (and entropies) from a forward without gradients
     first, then each chunk's forward and backward, so only one chunk's graph (``max_tokens``) is held
     instead of the whole mini-batch's. Costs one more forward (without gradients) per update; the
-    gradients are the default's up to float rounding. Off by default: the demo's results were measured
-    without it (docs/training.md, section 2). PPO's critic still backpropagates its mini-batch at once."""
+    gradients are the default's up to float rounding, which can flip a sampled token, so a seeded run
+    draws other rollouts with it than without. Use it when a batch's graphs do not fit in memory
+    (docs/training.md#the-rl-loop). PPO's critic still backpropagates its mini-batch at once."""
     engine: EngineConfig = field(default_factory=EngineConfig)
     """Rollout engine bounds: trajectories alive (``max_active``), policy requests and environment
     steps in flight; they do not change results."""
@@ -211,12 +223,10 @@ class TrainConfig:
     progress: bool = True
     """Show a progress bar (step, reward, KL, ETA) on stderr."""
 
-    MOVED_KEYS: ClassVar[dict[str, str]] = {**MOVED_KEYS, "max_active": "engine.max_active"}
-
     def __post_init__(self) -> None:
         minimum = {
             "train_tasks": 1, "steps": 0, "tasks_per_step": 1, "group_size": 1, "mini_batches": 1, "epochs": 1,
-            "max_tokens": 64, "seed": 0, "checkpoint_every": 1, "keep_checkpoints": 1,
+            "seed": 0, "checkpoint_every": 1, "keep_checkpoints": 1,
         }  # fmt: skip
         for name, low in minimum.items():
             check_number(name, getattr(self, name), ge=low)
@@ -225,7 +235,9 @@ class TrainConfig:
         check_number("reward.success_reward", self.reward.success_reward)
         check_number("reward.invalid_action_penalty", self.reward.invalid_action_penalty, ge=0)
         _check_sections(self)
-        if check_budget(self.budget, TRAIN_BUDGETS)[0] == "budgetmix" and self.prompt.budget_mode != "announced":
+        if not isinstance(self.algo, AlgoConfig):
+            raise ValueError(f"algo: expected an AlgoConfig (arlkit.algos.get_preset(name, **overrides)), got {self.algo!r}")
+        if self.budget.is_budgetmix and self.prompt.budget_mode != "announced":
             raise ValueError("prompt.budget_mode: BudgetMix announces the sampled budget in the prompt; use announced")
         if self.sampling.top_p != 1.0 or self.sampling.top_k != 0:
             raise ValueError("sampling.top_p/top_k: training log-probs are of the full tempered distribution; "
@@ -239,8 +251,8 @@ class TrainConfig:
 class SFTConfig:
     """Behaviour cloning (``arlkit sft``): expert demonstrations through the agent's own prompts."""
 
-    model: str = "tiny:nano"
-    """Initial model: a local Hugging Face directory or ``tiny:nano`` / ``tiny:micro``."""
+    model: ModelConfig = field(default_factory=ModelConfig)
+    """The model cloned into and how its forwards run (as for training)."""
     env: EnvSpec = field(default_factory=EnvSpec)
     """The environment and its config overrides (as for training)."""
     expert: str = "noisy-oracle:0.3"
@@ -253,12 +265,12 @@ class SFTConfig:
     prompt states (a budget-aware expert); ``t_max``, the family's full budget at every step whatever the
     prompt says (a budget-unaware expert: what cloning an agent trained without budgets gives, and the
     starting point at which budget-aware RL such as BudgetMix has something to add; RT §5.2)."""
-    label_noise: float = late_field(0.0)
+    label_noise: float = 0.0
     """With ``relabel``, the share of labels replaced by a uniformly random admissible action (drawn per
     trajectory seed and turn, apart from the oracle's tie-breaking): the cloned expert is then the
     epsilon-greedy version of the labelling oracle, whose mistakes are noise that RL can sharpen away
     rather than systematic (``docs/training.md``, "The demo's recipe")."""
-    aware_share: float = late_field(0.0)
+    aware_share: float = 0.0
     """With ``relabel`` and ``label_horizon: t_max``, the share of demonstrations (drawn per trajectory
     seed) labelled by the budget-aware oracle instead, as with ``announced``: a base that acts on the
     announced budget some of the time, so that budget-aware RL meets the
@@ -272,7 +284,7 @@ class SFTConfig:
     """Training tasks played (first n of the train split)."""
     samples: int = 4
     """Demonstrations per task."""
-    budget: str = "full"
+    budget: Budget = Budget.parse("full")
     """Budget of the demonstrations: ``full`` (T_max), ``budgetmix`` (a candidate per task), turns or a
     percentage of T_max."""
     prompt: PromptConfig = field(default_factory=PromptConfig)
@@ -290,17 +302,6 @@ class SFTConfig:
                                                                    grad_clip=1.0))
     """AdamW and its schedule, as for training (``critic_lr`` unused): lr 1e-3 after 10 updates of linear
     warm-up, constant by default."""
-    precision: Literal["auto", "fp32", "bf16"] = "auto"
-    """Forward precision (``auto``: bf16 autocast on CUDA, fp32 on CPU)."""
-    attn_implementation: str = "arlkit"
-    """Attention kernel (``arlkit``, ``sdpa`` or ``eager``; see :class:`TrainConfig`)."""
-    max_tokens: int = 16384
-    """Padded tokens per forward chunk."""
-    share_prefix: bool = late_field(True)
-    """Encode prompt prefixes shared by several rows of a batch once (exact; see :class:`TrainConfig`). Off
-    pays on short rows: rows of the compact profile (~53 tokens) share ~20, and the many small forwards
-    that sharing splits a 64-row batch into cost more than the tokens saved (docs/training.md, "A demo
-    that fits the slower CPU")."""
     seed: int = 0
     """Seed of the demonstrations and the row order."""
     checkpoint_every: int = 50
@@ -308,12 +309,8 @@ class SFTConfig:
     wandb: str = ""
     """Also log to this Weights & Biases project (empty: off; the ``wandb`` extra)."""
 
-    MOVED_KEYS: ClassVar[dict[str, str]] = {
-        **MOVED_KEYS, **{name: f"optim.{name}" for name in ("lr", "warmup_steps", "weight_decay", "grad_clip")}
-    }
-
     def __post_init__(self) -> None:
-        for name in ("tasks", "samples", "steps", "batch_rows", "max_tokens", "checkpoint_every"):
+        for name in ("tasks", "samples", "steps", "batch_rows", "checkpoint_every"):
             check_number(name, getattr(self, name), ge=1)
         check_number("seed", self.seed, ge=0)
         check_number("label_noise", self.label_noise, ge=0, le=1)
@@ -324,15 +321,18 @@ class SFTConfig:
         _check_sections(self)
         if not isinstance(self.optim, OptimConfig):
             raise ValueError(f"optim: expected an OptimConfig, got {self.optim!r}")
-        check_budget(self.budget, TRAIN_BUDGETS)
         if self.rows == "trajectory" and self.prompt.history is not None:
             raise ValueError("prompt.history: trajectory rows hold the whole chat; set prompt.history: null or "
                              "rows: step")
 
 
 def _check_sections(config: Any) -> None:
-    """The ``env`` and ``prompt`` sections have their types (a Python caller may pass the flat fields'
-    old values: ``env="sokoban"``)."""
+    """The ``model``, ``env`` and ``prompt`` sections have their types (a string names the model's path or
+    the environment, as in YAML)."""
+    expand_shorthands(config)
+    object.__setattr__(config, "budget", Budget.parse(config.budget, TRAIN_BUDGETS))  # a string as in YAML
+    if not isinstance(config.model, ModelConfig):
+        raise ValueError(f"model: expected a ModelConfig or a model path, got {config.model!r}")
     if not isinstance(config.env, EnvSpec):
         raise ValueError(f"env: expected EnvSpec(name, args), got {config.env!r}")
     if not isinstance(config.prompt, PromptConfig):

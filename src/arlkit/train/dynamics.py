@@ -1,4 +1,5 @@
 """Training dynamics (docs/metrics.md#training-dynamics; RT §4.2, Fig. 8): R_multi and R_single.
+RT: "What Does Multi-Turn Reinforcement Learning Really Improve in LLM Agents?"
 
 - **R_multi**: mean trajectory reward (and success rate) on held-out tasks at the full budget.
 - **R_single**: mean oracle step quality over a **fixed** pool of states. The pool is built once, from

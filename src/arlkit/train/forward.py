@@ -75,10 +75,9 @@ class RowScores:
 def resolve_precision(precision: str, device: torch.device | str = "cpu") -> Literal["fp32", "bf16"]:
     """``auto`` -> ``bf16`` on CUDA devices with bfloat16, else ``fp32``.
 
-    On CPU ``auto`` keeps float32 even where bfloat16 is native (AMX): measured on the reference
-    2-core CPU, a BC step of the nano model took 0.75 s in fp32 with SDPA attention against 1.32 s
-    under bf16 autocast (bf16 matmuls were 2x faster, but the bf16 attention backward 5x slower).
-    Ask for ``bf16`` explicitly to use it anyway."""
+    On CPU ``auto`` keeps float32 even where bfloat16 is native (AMX): at the tiny models' width the
+    casts and bf16's attention backward cost more than its faster matrix products save
+    (docs/training.md#performance). Ask for ``bf16`` explicitly to use it anyway."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if precision != "auto":

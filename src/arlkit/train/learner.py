@@ -62,9 +62,9 @@ class Learner:
     @classmethod
     def build(cls, config: TrainConfig, algo: AlgoConfig, model_path: Path) -> Learner:
         """Load ``model_path`` and build the rest as ``config`` and the resolved preset ``algo`` say."""
-        model, tokenizer = load_model(model_path, attn_implementation=config.attn_implementation)
+        model, tokenizer = load_model(model_path, attn_implementation=config.model.attn_implementation)
         chat = ChatTokens(tokenizer)
-        precision = resolve_precision(config.precision, next(model.parameters()).device)
+        precision = resolve_precision(config.model.precision, next(model.parameters()).device)
         use_kl = algo.use_kl_loss and algo.kl_coef > 0
         critic = Critic(model) if algo.needs_critic else None
         ref = frozen_copy(model) if use_kl and not config.lora.enabled else None
@@ -78,10 +78,10 @@ class Learner:
         critic_opt = None
         if critic is not None:
             critic_opt = adamw([p for p in critic.parameters() if p.requires_grad], o, lr=o.critic_lr)
-        policy = HFPolicy(lm, tokenizer, config.sampling, name="policy", attn_implementation=config.attn_implementation,
+        policy = HFPolicy(lm, tokenizer, config.sampling, name="policy", attn_implementation=config.model.attn_implementation,
                           max_batch_size=64)
-        forward = {"temperature": config.sampling.temperature, "share_prefix": config.share_prefix,
-                   "max_tokens": config.max_tokens, "pad_id": chat.pad_id, "precision": precision}
+        forward = {"temperature": config.sampling.temperature, "share_prefix": config.model.share_prefix,
+                   "max_tokens": config.model.max_tokens, "pad_id": chat.pad_id, "precision": precision}
         return cls(model, lm, tokenizer, chat, ref, critic, params, optimizer, scheduler, critic_opt, policy, use_kl,
                    forward, config.lora.enabled, config.chunked_backward)  # fmt: skip
 

@@ -23,7 +23,7 @@ import random
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,8 +43,8 @@ from arlkit.envs.answers import answer_folders
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
 from arlkit.envs.parsing import parse_tagged_action
+from arlkit.envs.sandboxed import env_sandbox, refuse_derived
 from arlkit.sandbox import Sandbox, SandboxConfig
-from arlkit.sandbox.config import IsolationLevel
 
 __all__ = ["CodeConfig", "CodeEnv", "extract_program"]
 
@@ -68,12 +68,13 @@ class CodeConfig:
         t_max: the family's full turn budget T_max (RT uses 10).
         test_timeout_s: wall-clock limit of one test.
         step_budget_s: wall-clock budget of all the tests of one step; tests not started when it
-            is spent count as failed.
-        memory_mb: address-space limit of the program (per process).
+            is spent count as failed. The sandbox's wall-clock and CPU limits follow it.
         max_feedback_tests: failing public tests shown per observation.
         feedback_chars: each shown field (input, expected, actual, error) is cut to this length.
         max_program_chars: longer programs are invalid actions.
-        min_isolation: refuse to run programs below this sandbox isolation level.
+        sandbox: limits and isolation of the sandbox programs run in (``sandbox.memory_mb``, at least
+            64; ``sandbox.min_isolation``; ...); its ``wall_time_s``, ``cpu_time_s`` and
+            ``max_output_bytes`` follow ``step_budget_s`` and the tests (:mod:`arlkit.envs.sandboxed`).
     """
 
     dataset: str = ""
@@ -84,11 +85,10 @@ class CodeConfig:
     t_max: int = 10
     test_timeout_s: float = 2.0
     step_budget_s: float = 20.0
-    memory_mb: int = 512
     max_feedback_tests: int = 2
     feedback_chars: int = 300
     max_program_chars: int = 50_000
-    min_isolation: IsolationLevel = "unshare"
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     def __post_init__(self) -> None:
         if self.dataset and self.task_set != "arlkit":
@@ -99,8 +99,10 @@ class CodeConfig:
             raise ValueError(f"t_max must be >= 1, got {self.t_max}")
         if not 0 < self.test_timeout_s <= self.step_budget_s:
             raise ValueError(f"need 0 < test_timeout_s <= step_budget_s, got {self.test_timeout_s} and {self.step_budget_s}")
-        if self.memory_mb < 64:
-            raise ValueError(f"memory_mb must be >= 64, got {self.memory_mb}")
+        if self.sandbox.memory_mb < 64:
+            raise ValueError(f"sandbox.memory_mb must be >= 64, got {self.sandbox.memory_mb}")
+        refuse_derived(self.sandbox, {"wall_time_s": "step_budget_s", "cpu_time_s": "step_budget_s",
+                                      "max_output_bytes": "the tests' expected outputs"})
         if self.max_feedback_tests < 1 or self.feedback_chars < 20 or self.max_program_chars < 100:
             raise ValueError("max_feedback_tests >= 1, feedback_chars >= 20 and max_program_chars >= 100 are required")
 
@@ -181,11 +183,10 @@ class CodeEnv:
         """The sandbox programs run in (built on first use)."""
         if self._sandbox is None:
             self._sandbox = Sandbox(
-                SandboxConfig(
+                env_sandbox(
+                    self.config.sandbox,
                     wall_time_s=self.config.step_budget_s + 10.0,
                     cpu_time_s=int(self.config.step_budget_s) + 5,
-                    memory_mb=self.config.memory_mb,
-                    min_isolation=self.config.min_isolation,
                     hide_paths=_answer_folders(self.config.dataset, self.config.task_set),
                 )
             )

@@ -11,7 +11,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from arlkit.config import late_field
 from arlkit.envs.frozenlake.sets import GENERATORS, shipped_maps
 from arlkit.envs.frozenlake.maps import ACTIONS, LakeModel, generate_random_map, lake_model, random_start
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
@@ -57,7 +56,7 @@ class FrozenLakeConfig:
     seed: int = 0
     task_set: Literal["random", "budget_sensitive", "budget_fork"] = "random"
     headroom_threshold: float = 0.10
-    start: Literal["corner", "random"] = late_field("corner")
+    start: Literal["corner", "random"] = "corner"
 
     def __post_init__(self) -> None:
         if not 2 <= self.size <= 32:

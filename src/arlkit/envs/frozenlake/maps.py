@@ -216,7 +216,7 @@ class LakeModel:
 
 def random_start(desc: tuple[str, ...], rng: np.random.Generator) -> tuple[str, ...]:
     """``desc`` with its start moved to a frozen cell drawn uniformly from those that reach the goal
-    (the old start among them)."""
+    (the map's own start among them)."""
     flat = list("".join(desc))
     distance = lake_model(desc, False, 1.0).distance
     cells = [i for i, ch in enumerate(flat) if ch in "SF" and distance[i] > 0]

@@ -142,7 +142,7 @@ def budget_fork_maps(
     goal in the bottom-right corner and the start anywhere (module docstring). Yields like
     :func:`budget_sensitive_maps`.
 
-    (With the goal anywhere too the screening finds more maps, but the nano model did not learn to play
+    (With the goal anywhere too the screening finds more maps, but the nano model does not learn to play
     them in the demo's cloning budget: docs/training.md, "The budget-fork maps".)"""
     budget = quarter_budget(t_max)
 

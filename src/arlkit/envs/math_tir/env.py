@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from arlkit.envs.answers import answer_folders, generator_packages
@@ -35,8 +35,8 @@ from arlkit.envs.math_tir.problems import (
 from arlkit.envs.parsing import parse_tagged_action
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
+from arlkit.envs.sandboxed import env_sandbox, refuse_derived
 from arlkit.sandbox import Sandbox, SandboxConfig, SandboxResult
-from arlkit.sandbox.config import IsolationLevel
 
 __all__ = ["TOOLS", "MathTirConfig", "MathTirEnv", "parse_tir_action"]
 
@@ -63,13 +63,15 @@ class MathTirConfig:
         seed: base seed of the generators.
         test_pool: test problems per (family, level); train problems avoid their questions.
         t_max: the family's full turn budget T_max (8).
-        code_timeout_s: wall-clock limit of one code block.
-        memory_mb: memory limit of a code block.
-        output_chars: characters of program output shown.
+        code_timeout_s: wall-clock limit of one code block; the sandbox's CPU limit follows it.
+        output_chars: characters of program output shown; the sandbox's output cap follows it.
         max_code_chars: longer programs are invalid actions.
         score_timeout_s: deadline of scoring one final answer; a check that runs longer (sympy on
             ``\\binom{10000000}{5000000}``) is stopped and the answer is not correct.
-        min_isolation: refuse to run programs below this sandbox isolation level.
+        sandbox: limits and isolation of the sandbox code blocks run in (``sandbox.memory_mb``,
+            ``sandbox.min_isolation``, ...); its ``wall_time_s``, ``cpu_time_s`` and
+            ``max_output_bytes`` follow ``code_timeout_s`` and ``output_chars``
+            (:mod:`arlkit.envs.sandboxed`).
     """
 
     task_set: Literal["generated", "shipped"] = "generated"
@@ -79,11 +81,10 @@ class MathTirConfig:
     test_pool: int = 50
     t_max: int = 8
     code_timeout_s: float = 5.0
-    memory_mb: int = 512
     output_chars: int = 2000
     max_code_chars: int = 20_000
     score_timeout_s: float = SCORE_TIMEOUT_S
-    min_isolation: IsolationLevel = "unshare"
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     def __post_init__(self) -> None:
         if self.task_set not in ("generated", "shipped"):
@@ -94,6 +95,8 @@ class MathTirConfig:
             raise ValueError("t_max >= 1, test_pool >= 1, code_timeout_s > 0 and output_chars >= 100 are required")
         if not self.score_timeout_s > 0:
             raise ValueError(f"score_timeout_s must be > 0, got {self.score_timeout_s}")
+        refuse_derived(self.sandbox, {"wall_time_s": "code_timeout_s", "cpu_time_s": "code_timeout_s",
+                                      "max_output_bytes": "output_chars"})
 
 
 def _last_boxed(text: str) -> tuple[int, str] | None:
@@ -162,9 +165,9 @@ class MathTirEnv:
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = Sandbox(SandboxConfig(
+            self._sandbox = Sandbox(env_sandbox(
+                self.config.sandbox,
                 wall_time_s=self.config.code_timeout_s + 5.0, cpu_time_s=int(self.config.code_timeout_s) + 2,
-                memory_mb=self.config.memory_mb, min_isolation=self.config.min_isolation,
                 max_output_bytes=max(65536, self.config.output_chars * 8), hide_paths=answer_folders([SHIPPED_FILE]),
                 hide_packages=generator_packages(GENERATORS, TOOLS),
             ))

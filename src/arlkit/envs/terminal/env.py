@@ -32,19 +32,19 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from arlkit.envs.answers import answer_folders
 from arlkit.envs.parsing import parse_tagged_action
 from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
 from arlkit.envs.registry import register_env
+from arlkit.envs.sandboxed import env_sandbox, refuse_derived
 from arlkit.envs.terminal.checker import CheckResult, run_check
 from arlkit.envs.terminal.session import ShellSession
 from arlkit.envs.terminal.tasks import BENCHMARK_SOURCES, SHIPPED_DIR, TIERS, TaskSetReport, TerminalTask, load_task_set, split_tasks
 from arlkit.envs.terminal.workspace import ROOT, SCRATCH_DIRS, CommandLimits, CommandResult, archive_digest, run_command
 from arlkit.sandbox import Sandbox, SandboxConfig
-from arlkit.sandbox.config import IsolationLevel
 
 __all__ = ["SUBMIT", "TerminalConfig", "TerminalEnv", "format_command_result"]
 
@@ -69,14 +69,18 @@ class TerminalConfig:
         check_timeout_s: wall-clock limit of the checker (a task's own limit, where it has one, wins).
         output_chars: characters of stdout and of stderr shown per observation (each).
         max_command_chars: longer commands are invalid actions.
-        max_workspace_mb: largest task folder (as an archive) a command may leave.
-        memory_mb: memory limit of a command's sandbox.
-        min_isolation: refuse to run commands below this sandbox isolation level (the task folder
-            at ``/app`` needs a namespaced one).
+        max_workspace_mb: largest task folder (as an archive) a command may leave; the sandbox's
+            largest file (twice it) and ``/tmp`` and ``/app`` sizes (four times it) follow it.
         session: ``stateless`` (each command in a fresh sandbox on the folder as the previous one
             left it), ``persistent`` (one shell per trajectory: variables, the working directory and
             background processes carry over; :mod:`arlkit.envs.terminal.session`), or ``auto``
             (what each task declares; Terminal-Bench and Harbor tasks are persistent).
+        sandbox: limits and isolation of the sandbox commands and checks run in
+            (``sandbox.memory_mb``, 1024 here; ``sandbox.min_isolation``, which must not be ``none``:
+            the task folder at ``/app`` needs a namespaced level; 64 processes; 1024 uid slots, as a
+            persistent session holds its slot for the whole trajectory). Its ``wall_time_s``,
+            ``cpu_time_s``, ``max_output_bytes``, ``max_file_mb`` and ``tmpfs_mb`` follow the
+            options above (:mod:`arlkit.envs.sandboxed`).
     """
 
     data_dir: str = ""
@@ -89,9 +93,10 @@ class TerminalConfig:
     output_chars: int = 2000
     max_command_chars: int = 16_000
     max_workspace_mb: int = 8
-    memory_mb: int = 1024
-    min_isolation: IsolationLevel = "unshare"
     session: Literal["auto", "stateless", "persistent"] = "auto"
+    sandbox: SandboxConfig = field(
+        default_factory=lambda: SandboxConfig(memory_mb=1024, max_processes=64, uid_slots=1024)
+    )
 
     def __post_init__(self) -> None:
         if self.session not in ("auto", "stateless", "persistent"):
@@ -104,8 +109,12 @@ class TerminalConfig:
             raise ValueError("command_timeout_s and check_timeout_s must be > 0")
         if self.output_chars < 100 or self.max_command_chars < 100 or self.max_workspace_mb < 1:
             raise ValueError("output_chars >= 100, max_command_chars >= 100 and max_workspace_mb >= 1 are required")
-        if self.min_isolation == "none":
-            raise ValueError("the terminal environment needs a namespaced sandbox (min_isolation unshare or bwrap)")
+        if self.sandbox.min_isolation == "none":
+            raise ValueError("the terminal environment needs a namespaced sandbox (sandbox.min_isolation unshare or bwrap)")
+        timeouts = "command_timeout_s and check_timeout_s"
+        refuse_derived(self.sandbox, {"wall_time_s": timeouts, "cpu_time_s": timeouts,
+                                      "max_output_bytes": "output_chars and max_workspace_mb",
+                                      "max_file_mb": "max_workspace_mb", "tmpfs_mb": "max_workspace_mb"})
         if not self.data_dir:
             unknown = sorted(set(self.tiers) - set(TIERS))
             if unknown:
@@ -228,11 +237,11 @@ class TerminalEnv:
         if self._sandbox is None:
             slowest = max(self.config.command_timeout_s, self.config.check_timeout_s)
             hidden = [SHIPPED_DIR] + ([self.config.data_dir] if self.config.data_dir else [])
-            self._sandbox = Sandbox(SandboxConfig(
-                wall_time_s=slowest + 15.0, cpu_time_s=int(slowest) + 5, memory_mb=self.config.memory_mb,
-                max_processes=64, max_file_mb=self.config.max_workspace_mb * 2, tmpfs_mb=self.config.max_workspace_mb * 4,
-                min_isolation=self.config.min_isolation, scratch_dirs=SCRATCH_DIRS, hide_paths=answer_folders(hidden),
-                uid_slots=1024,  # a persistent session holds its slot for the whole trajectory
+            self._sandbox = Sandbox(env_sandbox(
+                self.config.sandbox,
+                wall_time_s=slowest + 15.0, cpu_time_s=int(slowest) + 5,
+                max_file_mb=self.config.max_workspace_mb * 2, tmpfs_mb=self.config.max_workspace_mb * 4,
+                scratch_dirs=SCRATCH_DIRS, hide_paths=answer_folders(hidden),
             ))
         return self._sandbox
 

@@ -12,10 +12,10 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
 
-import arlkit.gym  # noqa: E402
+import arlkit.integrations.gymnasium  # noqa: E402
 from arlkit.envs import list_envs, make  # noqa: E402
 from arlkit.envs.checker import check_env as arlkit_check_env  # noqa: E402
-from arlkit.envs.from_gym import TRAIN_SEED_OFFSET, from_gymnasium  # noqa: E402
+from arlkit.envs.gymnasium import TRAIN_SEED_OFFSET, from_gymnasium  # noqa: E402
 from arlkit.envs.protocol import Task  # noqa: E402
 from arlkit.sandbox import available_levels  # noqa: E402
 from gymnasium.utils.env_checker import check_env  # noqa: E402
@@ -38,7 +38,7 @@ def _wrappable(name: str) -> bool:
 def test_every_wrapped_arlkit_env_passes_gymnasiums_checker(name: str) -> None:
     if not _wrappable(name):
         pytest.skip(f"{name} needs what this machine lacks")
-    env = arlkit.gym.to_gymnasium(name, n_tasks=2, render_mode="ansi")
+    env = arlkit.integrations.gymnasium.to_gymnasium(name, n_tasks=2, render_mode="ansi")
     check_env(env, skip_render_check=False)
     registered = gymnasium.make(f"arlkit/{name}-v0", n_tasks=2)
     observation, info = registered.reset(seed=3)
@@ -47,7 +47,7 @@ def test_every_wrapped_arlkit_env_passes_gymnasiums_checker(name: str) -> None:
 
 
 def test_reset_options_pick_the_task_and_steps_carry_the_step_result() -> None:
-    env = arlkit.gym.to_gymnasium("frozenlake", size=4, slippery=False)
+    env = arlkit.integrations.gymnasium.to_gymnasium("frozenlake", size=4, slippery=False)
     task = env.tasks()[5]
     first, info = env.reset(seed=0, options={"task": task})
     assert info["task_id"] == task.task_id
@@ -55,7 +55,7 @@ def test_reset_options_pick_the_task_and_steps_carry_the_step_result() -> None:
     assert env.reset(options={"task": task.task_id})[1]["task_id"] == task.task_id
     _, reward, terminated, truncated, step_info = env.step("Nowhere")
     assert not step_info["valid"] and step_info["step_result"].valid is False and reward == 0.0
-    replies = arlkit.gym.to_gymnasium("frozenlake", parse_replies=True, budget=2)
+    replies = arlkit.integrations.gymnasium.to_gymnasium("frozenlake", parse_replies=True, budget=2)
     replies.reset(seed=1)
     assert replies.step("<think>x</think><action>Down</action>")[4]["valid"]
     out = replies.step("<think>x</think><action>Down</action>")

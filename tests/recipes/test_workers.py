@@ -15,7 +15,7 @@ import pytest
 PARENT = """
 import subprocess, sys, threading
 child = subprocess.Popen([sys.executable, "-c", (
-    "import threading; from arlkit.recipes.jobs import exit_with_parent; "
+    "import threading; from arlkit.recipes.workers import exit_with_parent; "
     "exit_with_parent(0.05); print('ready', flush=True); threading.Event().wait()")], stdout=subprocess.PIPE, text=True)
 assert child.stdout.readline().strip() == "ready"
 print(child.pid, flush=True)
@@ -52,7 +52,7 @@ def test_a_job_ends_when_its_parent_is_killed() -> None:
 # The child counts the watchdog's checks (its calls of os.getppid) and finishes after 20 of them.
 LIVE_PARENT = """
 import os, threading
-from arlkit.recipes.jobs import exit_with_parent
+from arlkit.recipes.workers import exit_with_parent
 checks, enough, real = [0], threading.Event(), os.getppid
 def counted():
     checks[0] += 1

@@ -81,7 +81,7 @@ class GymnasiumConfig:
     Attributes:
         id: a registered Gymnasium id; ``module:Name-v0`` imports ``module`` first (Gymnasium's
             own rule), so a user's environment needs no arlkit code. The default is arlkit's own
-            small text game (:mod:`arlkit.envs.gym_text`), an example of the form.
+            small text game (:mod:`arlkit.envs.gymnasium.guess_number`), an example of the form.
         render: ``module:function`` turning an observation into text (default: ``str`` of text
             observations; required otherwise).
         parse: ``module:function`` turning action text into the environment's action (default:
@@ -139,7 +139,7 @@ def _gymnasium() -> Any:
         import gymnasium
     except ImportError as exc:
         raise ImportError("the gymnasium adapter needs Gymnasium: pip install 'arlkit[gym]'") from exc
-    from arlkit.envs import gym_text  # noqa: F401 - registers arlkit/guess-number-v0
+    from arlkit.envs.gymnasium import guess_number  # noqa: F401 - registers arlkit/guess-number-v0
 
     return gymnasium
 

@@ -1,7 +1,7 @@
-"""Jobs in fresh processes: RL runs, evaluations and analyses, run several at a time with their logs.
+"""Worker processes: RL runs, evaluations and analyses (jobs), run several at a time with their logs.
 
 The demo and the arena (:mod:`arlkit.recipes.demo`, :mod:`arlkit.recipes.arena`) run their stages as
-``python -m arlkit.recipes.jobs KIND JSON`` processes (:func:`run_workers`): fresh interpreters, not
+``python -m arlkit.recipes.workers KIND JSON`` processes (:func:`run_workers`): fresh interpreters, not
 multiprocessing, so that the caller's ``__main__`` is never re-imported; one torch thread each
 (:func:`quiet`). Every job resumes: a finished RL run or evaluation is reused.
 """
@@ -128,7 +128,7 @@ def evaluation_status(folders: list[Path]) -> Callable[[], tuple[int, str]]:
 
 def run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs: Path,
                  poll: Callable[[], None] | None = None, poll_every: float = 1.0) -> None:
-    """Run each job ``(name, kind, arguments)`` as ``python -m arlkit.recipes.jobs KIND JSON`` in a fresh process,
+    """Run each job ``(name, kind, arguments)`` as ``python -m arlkit.recipes.workers KIND JSON`` in a fresh process,
     at most ``workers`` at a time, output in ``logs/NAME.log``; ``poll`` (a progress update) is called every
     ``poll_every`` seconds and once at the end. Fresh interpreters (not multiprocessing)
     so that the caller's ``__main__`` is never re-imported: ``run_demo`` works from any script. A failed
@@ -146,7 +146,7 @@ def run_workers(jobs: list[tuple[str, str, dict[str, Any]]], workers: int, logs:
             while queue and len(running) < workers:
                 name, kind, arguments = queue.pop(0)
                 log = open(logs / f"{name}.log", "wb")  # noqa: SIM115 - closed when the process ends
-                command = [sys.executable, "-m", "arlkit.recipes.jobs", kind, json.dumps(arguments)]
+                command = [sys.executable, "-m", "arlkit.recipes.workers", kind, json.dumps(arguments)]
                 running[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env), log)
             time.sleep(0.2)
             for name, (process, log) in list(running.items()):
@@ -189,7 +189,7 @@ def exit_with_parent(poll_every: float = 1.0) -> None:
 
 
 def _worker(kind: str, arguments: str) -> int:
-    """Entry point of one job (``python -m arlkit.recipes.jobs train|eval|analysis JSON``); it ends
+    """Entry point of one job (``python -m arlkit.recipes.workers train|eval|analysis JSON``); it ends
     with its parent (:func:`exit_with_parent`)."""
     exit_with_parent()
     job = JOBS[kind]

@@ -1,4 +1,4 @@
-"""The Gymnasium bridge's rules (``arlkit.envs.from_gym``), on small fake Gymnasium environments
+"""The Gymnasium bridge's rules (``arlkit.envs.gymnasium``), on small fake Gymnasium environments
 driven through the rollout engine: success only on ``terminated``, environments closed, ``Text``
 charsets, the whole reply by option, the budget at reset, T_max from the spec, one-line errors."""
 
@@ -18,8 +18,8 @@ import pytest
 gymnasium = pytest.importorskip("gymnasium")
 
 from arlkit.config import load_config  # noqa: E402
-from arlkit.envs import from_gym, make  # noqa: E402
-from arlkit.envs.from_gym import TRUNCATED_NOTE, from_gymnasium  # noqa: E402
+from arlkit.envs import make  # noqa: E402
+from arlkit.envs.gymnasium import TRUNCATED_NOTE, env as bridge, from_gymnasium  # noqa: E402
 from arlkit.envs.protocol import Task  # noqa: E402
 from arlkit.policies.protocol import Reply  # noqa: E402
 from arlkit.policies.registry import register_policy  # noqa: E402
@@ -92,7 +92,7 @@ class Scripted:
 def _fresh() -> None:
     gc.collect()  # bridges an earlier test left in reference cycles close now, not during this test
     COUNTS.clear()
-    from_gym._warned.clear()  # warnings come once per process: each test sees its own
+    bridge._warned.clear()  # warnings come once per process: each test sees its own
 
 
 def _rollouts(reply: str, budget: int = 5, tasks: int = 2, samples: int = 2, env_id: str = "arlkit-test/FakeText-v0",
@@ -147,7 +147,7 @@ def test_an_eval_closes_every_environment_it_makes(tmp_path: Path) -> None:
 def test_a_failing_reset_is_an_error_observation_and_the_env_is_still_closed(caplog: pytest.LogCaptureFixture) -> None:
     env = from_gymnasium("arlkit-test/FakeText-v0", action_text="action")
     env._env.unwrapped.fail_reset = True
-    with caplog.at_level(logging.WARNING, logger="arlkit.envs.from_gym"):
+    with caplog.at_level(logging.WARNING, logger="arlkit.envs.gymnasium.env"):
         first = env.reset(env.tasks("test", 1)[0], 0)
     assert first == "The environment could not start: ConnectionError: the server has gone away"
     result = env.step("done")
@@ -172,7 +172,7 @@ def test_a_closed_bridge_makes_a_fresh_environment_on_reset() -> None:
 
 
 def test_text_actions_outside_the_charset_reach_the_env_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="arlkit.envs.from_gym"):
+    with caplog.at_level(logging.WARNING, logger="arlkit.envs.gymnasium.env"):
         trajectories = _rollouts("<action>go north # now</action>", budget=2)
     assert all(turn.valid for t in trajectories for turn in t.turns)
     warnings = [r.getMessage() for r in caplog.records if "charset" in r.getMessage() or "rejects" in r.getMessage()]
@@ -221,7 +221,7 @@ def test_t_max_comes_from_the_spec_or_the_option_else_50_with_a_warning(caplog: 
     assert make("gymnasium", id="CartPole-v1", render="builtins:repr").t_max == 500
     given = from_gymnasium("arlkit-test/FakeText-v0", t_max=12)
     assert given.t_max == 12 and given._env.spec.max_episode_steps == 12  # Gymnasium's time limit agrees
-    with caplog.at_level(logging.WARNING, logger="arlkit.envs.from_gym"):
+    with caplog.at_level(logging.WARNING, logger="arlkit.envs.gymnasium.env"):
         assert from_gymnasium("arlkit-test/FakeTextNoLimit-v0").t_max == 50
         assert from_gymnasium(FakeTextEnv()).t_max == 50
     assert "no t_max given" in caplog.text and "give --env-arg t_max=N" in caplog.text

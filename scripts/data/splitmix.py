@@ -1,6 +1,6 @@
 """SplitMix64: a tiny random generator whose stream is the same on every platform and Python
-version, for the generators of shipped data (SQL databases, tool-calling entries) whose output is
-pinned by hashes."""
+version, for the generator of the shipped SQL databases (``make_sql_databases.py``), whose output
+is pinned by hashes."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""arlkit environments as Gymnasium environments, and Gymnasium environments in arlkit.
-
->>> import gymnasium, arlkit.gym
->>> env = gymnasium.make("arlkit/frozenlake-v0")                    # every arlkit env, under arlkit/<name>-v0
->>> observation, info = env.reset(seed=0)                           # a task drawn from the test split
->>> observation, reward, terminated, truncated, info = env.step("Down")
->>> info["step_result"].valid
-True
+"""arlkit environments as Gymnasium environments.
 
 :func:`to_gymnasium` wraps an arlkit environment: ``Text`` observation and action spaces,
 ``reset(seed=..., options={"task": ...})`` (a :class:`~arlkit.envs.protocol.Task`, a task index
@@ -13,7 +6,7 @@ or a task id; otherwise one drawn from the split with the reset seed), ``step(te
 Gymnasium's 5-tuple with the :class:`~arlkit.envs.protocol.StepResult` in ``info``; ``truncated``
 once the turn budget (default: the family's T_max) is spent. ``info`` at reset holds the
 instruction, the action format and the budget-aware system prompt arlkit would show a model.
-:func:`from_gymnasium` (from :mod:`arlkit.envs.from_gym`) goes the other way. See docs/integrations.md.
+:func:`register_envs` registers every arlkit environment as ``arlkit/<name>-v0``. See docs/integrations.md.
 """
 
 from __future__ import annotations
@@ -24,11 +17,10 @@ import gymnasium
 from gymnasium import spaces
 
 from arlkit.envs import list_envs, make
-from arlkit.envs.from_gym import GymnasiumConfig, GymnasiumEnv, from_gymnasium
 from arlkit.envs.protocol import ParsedAction, StepResult, Task
 from arlkit.rollout.prompts import system_prompt
 
-__all__ = ["AnyText", "ArlkitGymEnv", "GymnasiumConfig", "GymnasiumEnv", "from_gymnasium", "register_envs", "to_gymnasium"]
+__all__ = ["AnyText", "ArlkitGymEnv", "register_envs", "to_gymnasium"]
 
 _SAMPLE_CHARSET = "".join(chr(c) for c in range(32, 127)) + "\n"
 
@@ -136,8 +128,8 @@ def to_gymnasium(env_name: str = "frozenlake", **options: Any) -> ArlkitGymEnv:
 
 
 def register_envs() -> list[str]:
-    """Register every arlkit environment with Gymnasium as ``arlkit/<name>-v0`` (done on import);
-    the ids registered."""
+    """Register every arlkit environment with Gymnasium as ``arlkit/<name>-v0`` (importing
+    :mod:`arlkit.integrations.gymnasium` does it); the ids registered."""
     ids = []
     for name in list_envs():
         if name == "gymnasium":
@@ -147,6 +139,3 @@ def register_envs() -> list[str]:
             gymnasium.register(id=env_id, entry_point=ArlkitGymEnv, kwargs={"env_name": name})
         ids.append(env_id)
     return ids
-
-
-register_envs()
