@@ -15,8 +15,9 @@ from arlkit.cli.eval_cmd import EVAL_FLAGS
 from arlkit.cli.flags import field_default, field_type
 from arlkit.recipes.eval import EvalConfig
 
-NOT_FIELDS = {"--config", "--out", "--help"}
-"""Options of ``arlkit eval`` that are no config field: the file to read, the run directory, the help."""
+NOT_FIELDS = {"--config", "--out", "--help", "--list-envs", "--list-policies"}
+"""Options of ``arlkit eval`` that are no config field: the file to read, the run directory, the help and
+the listings of what can be evaluated."""
 
 WITHOUT_FLAG: dict[str, str] = {}
 """User-facing EvalConfig fields deliberately without a flag, and why (none today: give them with --config)."""

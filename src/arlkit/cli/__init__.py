@@ -14,6 +14,7 @@ import argparse
 import errno
 import importlib
 import os
+import re
 import sys
 import warnings
 from collections.abc import Sequence
@@ -29,12 +30,47 @@ COMMAND_MODULES = ("arlkit.cli.eval_cmd", "arlkit.cli.demo_cmd", "arlkit.cli.mod
                    "arlkit.cli.verl_cmd", "arlkit.cli.arena_cmd", "arlkit.cli.export_cmd", "arlkit.cli.serve_cmd")
 
 
+INTERRUPTED = {
+    "eval": "interrupted; re-run the same command to resume",
+    "sft": "interrupted; re-run the same command to resume",
+    "demo": "interrupted; re-run the same command to resume",
+    "arena": "interrupted; re-run the same command to resume",
+    "train": "interrupted; re-run it with --resume to continue from the last checkpoint",
+    "serve": "stopped",
+}
+"""What Ctrl-C prints, by command: how to continue where a run can resume (others: ``interrupted``)."""
+
+
 class UsageError(Exception):
     """A user error found by a command handler; printed as one line, exit code 2."""
 
 
+_ROLE = re.compile(r":(?:mod|func|class|meth|data|attr|obj|exc):`(~?)([^`]+)`")
+
+
+def plain_text(text: str) -> str:
+    """Docstring markup as plain text for ``--help``: ``:mod:`~a.b``` becomes ``b`` (``a.b`` without the
+    tilde) and double backquotes go."""
+    text = _ROLE.sub(lambda m: m.group(2).rsplit(".", 1)[-1] if m.group(1) else m.group(2), text)
+    return text.replace("``", "")
+
+
+class _PlainFormatter(argparse.HelpFormatter):
+    """argparse's help layout over :func:`plain_text` (descriptions are the commands' module docstrings)."""
+
+    def _format_text(self, text: str) -> str:
+        return super()._format_text(plain_text(text))
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return plain_text(super()._expand_help(action))
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage block) and exit code 2."""
+    """argparse with one-line errors (no usage block), exit code 2, and help texts without markup."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _PlainFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -145,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         except KeyboardInterrupt:
-            print(f"{name}: interrupted; re-run the same command to resume", file=sys.stderr)
+            print(f"{name}: {INTERRUPTED.get(args.command, 'interrupted')}", file=sys.stderr)
             return 130
 
 

@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from arlkit.cli import UsageError
 from arlkit.cli.flags import BACKEND_FLAGS, SAMPLING_FLAGS, Flag, add_flags, flag_overrides, nested
 from arlkit.cli.progress import progress_reporter
 from arlkit.config import ConfigError, load_config
@@ -65,7 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--config", metavar="FILE.yaml", help="YAML serialisation of arlkit.recipes.eval.EvalConfig "
                    "(env: {name, args}, policies, budgets, prompt: {budget_mode, history, counters, profile}, ...); "
                    "flags override its keys")
-    p.add_argument("--out", required=True, help="run directory (re-run the same command to resume)")
+    p.add_argument("--out", help="run directory (re-run the same command to resume); required unless listing")
+    p.add_argument("--list-envs", action="store_true", help="list the environments, plugins included, with where "
+                   "each comes from, and exit")
+    p.add_argument("--list-policies", action="store_true", help="list the policy kinds, plugins included, with "
+                   "where each comes from, and exit")
     add_flags(p, EvalConfig, EVAL_FLAGS)
     p.set_defaults(handler=_handle)
 
@@ -84,7 +89,20 @@ def _print_load_report(env: object) -> None:
             print(f"{getattr(env, 'name', 'env')}: {line}", flush=True)
 
 
+def _print_sources(rows: list[tuple[str, str]]) -> None:
+    width = max(len(name) for name, _ in rows)
+    for name, source in rows:
+        print(f"{name:<{width}}  {source}")
+
+
 def _handle(args: argparse.Namespace) -> int:
+    if args.list_envs or args.list_policies:
+        from arlkit.recipes.catalog import environment_sources, policy_sources
+
+        _print_sources(environment_sources() if args.list_envs else policy_sources())
+        return 0
+    if args.out is None:
+        raise UsageError("the following arguments are required: --out")
     config = eval_config_from_args(args)
     try:
         stats = EngineStats()

@@ -18,7 +18,7 @@ from arlkit.envs.capabilities import (
     has_snapshots,
 )
 from arlkit.envs.protocol import Env, ParsedAction, PromptText, StepResult, Task
-from arlkit.envs.registry import RegisteredEnv, env_config, list_envs, make, register_env
+from arlkit.envs.registry import RegisteredEnv, env_config, env_source, list_envs, make, register_env
 
 __all__ = [
     "ActionScorer",
@@ -43,6 +43,7 @@ __all__ = [
     "env_config",
     "has_oracle",
     "has_snapshots",
+    "env_source",
     "list_envs",
     "make",
     "register_env",

@@ -1,16 +1,25 @@
-"""Name -> environment factory, each with a typed config dataclass."""
+"""Name -> environment factory, each with a typed config dataclass.
+
+Built-in environments register with :func:`register_env`. Plugins (docs/integrations.md#plugins) come
+from installed distributions' ``arlkit.envs`` entry points or by ``module:factory`` name
+(``--env my_pkg.envs:make_countdown``); a plugin object that does not register itself is adopted as a
+factory: its config class is its ``config_cls`` attribute, else the dataclass its first parameter is
+annotated with; a factory without parameters takes no config."""
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from arlkit.config import config_from_dict
-from arlkit.envs.protocol import Env
+from arlkit.config import ConfigError, config_from_dict
+from arlkit.envs.protocol import CORE_METHODS, Env
 from arlkit.registry import Registry
 
-__all__ = ["ENVS", "RegisteredEnv", "env_config", "list_envs", "make", "register_env"]
+__all__ = ["ENVS", "NoConfig", "RegisteredEnv", "env_config", "env_source", "list_envs", "make", "register_env"]
 
 E = TypeVar("E")
 
@@ -25,8 +34,44 @@ class RegisteredEnv:
     factory: Callable[[Any], Env]
 
 
+@dataclass(frozen=True)
+class NoConfig:
+    """The config of a plugin environment whose factory takes none."""
+
+
+def _adopt(name: str, obj: Any) -> RegisteredEnv:
+    """A plugin object as an environment (module docstring); ``TypeError`` says what it lacks. What the
+    factory builds is checked against the :class:`~arlkit.envs.protocol.Env` protocol."""
+    if not callable(obj):
+        raise TypeError(f"{type(obj).__name__} is not an environment factory (a class or a function)")
+
+    def checked(env: Any) -> Env:
+        missing = [part for part in ("name", "t_max", *CORE_METHODS) if not hasattr(env, part)]
+        if missing:
+            raise ConfigError(f"environment {name!r} built a {type(env).__name__}, which is not an environment: "
+                              f"it lacks {', '.join(missing)}")
+        return env
+
+    config_cls = getattr(obj, "config_cls", None)
+    if config_cls is None:
+        parameters = list(inspect.signature(obj).parameters.values())
+        if not parameters:
+            return RegisteredEnv(name, NoConfig, lambda config: checked(obj()))
+        try:
+            hints = typing.get_type_hints(obj.__init__ if inspect.isclass(obj) else obj)
+        except Exception:  # noqa: BLE001 - annotations that do not resolve leave the config class unknown
+            hints = {}
+        config_cls = hints.get(parameters[0].name)
+    if not (isinstance(config_cls, type) and dataclasses.is_dataclass(config_cls)):
+        raise TypeError("its config class is unknown: annotate the factory's first parameter with a dataclass, "
+                        "or set its config_cls attribute")
+    return RegisteredEnv(name, config_cls, lambda config: checked(obj(config)))
+
+
 ENVS: Registry[RegisteredEnv] = Registry(
     "environment",
+    group="arlkit.envs",
+    adopt=_adopt,
     modules=(
         "arlkit.envs.frozenlake",
         "arlkit.envs.sokoban",
@@ -54,6 +99,11 @@ def register_env(name: str, config_cls: type) -> Callable[[E], E]:
 def list_envs() -> list[str]:
     """Registered environment names, sorted."""
     return ENVS.names()
+
+
+def env_source(name: str) -> str:
+    """Where environment ``name`` comes from: its module, or the entry point and distribution of a plugin."""
+    return ENVS.source(name)
 
 
 def env_config(name: str, values: Mapping[str, Any] | None = None) -> Any:

@@ -1,7 +1,9 @@
 """Policy specs: ``random``, ``oracle``, ``noisy-oracle:0.3``, ``hf:PATH``, ``openai:MODEL@URL``.
 
 A spec is ``KIND`` or ``KIND:ARG``. Each kind is registered with a factory
-``factory(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> Policy``.
+``factory(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> Policy``. Plugin kinds
+(docs/integrations.md#plugins) come from installed distributions' ``arlkit.policies`` entry points, or
+are named by where their factory lives: ``my_pkg.policies:make_policy`` or ``my_pkg.policies:make_policy:ARG``.
 """
 
 from __future__ import annotations
@@ -110,8 +112,17 @@ class RegisteredPolicy:
 _USAGE = {"noisy-oracle": "noisy-oracle:EPS", "hf": "hf:PATH", "openai": "openai:MODEL@BASE_URL"}
 """How the valid choices show the kinds that take an argument."""
 
+def _adopt(kind: str, obj: object) -> RegisteredPolicy:
+    """A plugin object as a policy kind: a factory ``obj(arg, sampling, backend)``."""
+    if not callable(obj):
+        raise TypeError(f"{type(obj).__name__} is not a policy factory: obj(arg, sampling, backend) -> Policy")
+    return RegisteredPolicy(kind, obj)  # type: ignore[arg-type]
+
+
 POLICIES: Registry[RegisteredPolicy] = Registry(
     "policy",
+    group="arlkit.policies",
+    adopt=_adopt,
     modules=("arlkit.policies.debate", "arlkit.policies.scripted"),
     # LLM backends import torch or an HTTP client: their modules load when the kind is first asked for.
     on_demand={"hf": "arlkit.policies.hf", "openai": "arlkit.policies.openai_backend"},
@@ -139,6 +150,9 @@ def make_policy(spec: str, sampling: SamplingConfig | None = None, backend: Back
         backend: timeouts, retries and context window of LLM backends.
     """
     kind, sep, arg = spec.partition(":")
+    if sep and kind not in POLICIES and ":" not in kind:  # a plugin named by where it lives: module:factory[:ARG]
+        factory, sep, arg = arg.partition(":")
+        kind = f"{kind}:{factory}"
     entry = POLICIES.get(kind, quoted=spec)
     if entry.needs_arg and not arg:
         raise ConfigError(f"policy {kind!r} needs an argument: {kind}:ARG")
