@@ -132,6 +132,7 @@ class Registry(Generic[E]):
         """Remove ``name`` (for tests and notebooks that run a registration again)."""
         self.get(name)
         del self._entries[name]
+        self._sources.pop(name, None)
 
     # -- looking up ----------------------------------------------------------------------------------
 
