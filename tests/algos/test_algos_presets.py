@@ -18,7 +18,6 @@ from arlkit.algos import (
     GSPOConfig,
     Registry,
     VanillaConfig,
-    algo_config_from_dict,
     classify_step,
     episode_reward,
     filter_groups,
@@ -130,7 +129,7 @@ def test_config_round_trips_through_json() -> None:
     for name in list_presets():
         cfg = get_preset(name, entropy_coeff=0.01)
         data = json.loads(json.dumps(cfg.to_dict()))
-        assert algo_config_from_dict(data) == cfg
+        assert AlgoConfig.from_section(data) == cfg
 
 
 def test_registry_contract() -> None:

@@ -31,16 +31,18 @@ pytestmark = pytest.mark.skipif(
     reason="the terminal environment needs a namespaced sandbox level (bwrap, or unshare as root)",
 )
 
-# A server started in one turn and asked in a later one (and by the check).
-# Asks until the server answers (a generous deadline: a loaded machine starts it slowly); exit 1 if it never does.
-_FETCH = ("python3 -c \"import sys, time, urllib.request\ndeadline = time.monotonic() + 20\n"
-          "while time.monotonic() < deadline:\n    try:\n"
-          "        print(urllib.request.urlopen('http://127.0.0.1:8123/ping').read().decode().strip()); sys.exit(0)\n"
-          "    except OSError:\n        time.sleep(0.1)\nsys.exit(1)\"")
+# A server started in one turn and asked in a later one (and by the check). The solution's server is
+# listening when its command returns (it binds, then forks the process that serves), so one request answers
+# at once, however loaded the machine; without a server it is refused at once. The timeout only bounds a
+# server that accepts and never answers.
+_FETCH = "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8123/ping', timeout=25).read().decode())\""
+_SERVE = ("python3 -c \"import functools, http.server, os, sys; "
+          "server = http.server.ThreadingHTTPServer(('127.0.0.1', 8123), "
+          "functools.partial(http.server.SimpleHTTPRequestHandler, directory='/app/www')); "
+          "os.fork() and sys.exit(0); os.setsid(); server.serve_forever()\" < /dev/null > /dev/null 2>&1")
 _SERVER_TASK = {
     "task.yaml": "instruction: Serve the text pong at http://127.0.0.1:8123/ping and keep it running.\nsession: persistent\n",
-    "solution.sh": ("mkdir -p www && echo pong > www/ping\n"
-                    "nohup python3 -m http.server 8123 --bind 127.0.0.1 --directory /app/www > /dev/null 2>&1 &\n"),
+    "solution.sh": f"mkdir -p www && echo pong > www/ping\n{_SERVE}\n",
     "check.yaml": f"- run: {json.dumps(_FETCH)}\n  line: pong\n- run: {json.dumps(_FETCH)}\n  line: pong\n",
 }
 
@@ -77,7 +79,7 @@ def _marker_processes(marker: str) -> list[int]:
 
 
 def test_a_server_started_in_turn_1_answers_in_turn_3_and_the_check(server_task: TerminalTask) -> None:
-    env = _env(server_task)
+    env = _env(server_task, command_timeout_s=60.0)  # the fetch's own timeout bounds it
     try:
         assert "keep it running" in env.prompt_text().instruction or "background" in env.prompt_text().instruction
         for command in server_task.solution:

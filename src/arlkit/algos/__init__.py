@@ -50,7 +50,7 @@ from arlkit.algos.policy_losses import (
     register_policy_loss,
     sequence_mask_rows,
 )
-from arlkit.algos.presets import PRESETS, AlgoConfig, Preset, algo_config_from_dict, get_preset, list_presets, override
+from arlkit.algos.presets import PRESETS, AlgoConfig, Preset, get_preset, list_presets, override
 from arlkit.algos.registry import NoConfig, RegistryEntry
 from arlkit.algos.rewards import RewardConfig, StepValidity, classify_step, episode_reward, step_rewards
 from arlkit.registry import Registry
@@ -91,7 +91,6 @@ __all__ = [
     "VanillaConfig",
     "adv_estimator_config",
     "agg_loss",
-    "algo_config_from_dict",
     "budget_anchor",
     "classify_step",
     "combine_actor_loss",

@@ -34,7 +34,7 @@ from arlkit.algos.policy_losses import POLICY_LOSSES
 from arlkit.config import ConfigError, build_config
 from arlkit.registry import Registry
 
-__all__ = ["PRESETS", "AlgoConfig", "Preset", "algo_config_from_dict", "get_preset", "list_presets", "override"]
+__all__ = ["PRESETS", "AlgoConfig", "Preset", "get_preset", "list_presets", "override"]
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,7 @@ class AlgoConfig:
             raise ConfigError(f"{where}: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable nested dict; :func:`algo_config_from_dict` and :meth:`from_section` rebuild
-        the config."""
+        """A JSON-serialisable nested dict; :meth:`from_section` rebuilds the config."""
         return dataclasses.asdict(self)
 
 
@@ -265,20 +264,3 @@ def get_preset(name: str, **overrides: Any) -> AlgoConfig:
         raise ConfigError(f"unknown preset {name!r}; valid choices: {', '.join(list_presets())}")
     base = override(AlgoConfig(preset=name), **PRESETS[name].choices)
     return override(base, **overrides) if overrides else base
-
-
-def algo_config_from_dict(data: Mapping[str, Any]) -> AlgoConfig:
-    """Rebuild an :class:`AlgoConfig` from :meth:`AlgoConfig.to_dict` output (e.g. a run's log)."""
-    values = dict(data)
-    unknown = sorted(set(values) - set(_TOP_LEVEL))
-    if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r}; valid keys: {', '.join(_TOP_LEVEL)}")
-    est = ADV_ESTIMATORS.get(str(values.get("adv_estimator", AlgoConfig.adv_estimator)))
-    loss = POLICY_LOSSES.get(str(values.get("policy_loss", AlgoConfig.policy_loss)))
-    if isinstance(values.get("adv_config"), Mapping):
-        values["adv_config"] = est.config(None, **values["adv_config"])
-    if isinstance(values.get("loss_config"), Mapping):
-        values["loss_config"] = loss.config(None, **values["loss_config"])
-    if isinstance(values.get("filter_config"), Mapping):
-        values["filter_config"] = build_config(FilterConfig, values["filter_config"], where="filter")
-    return build_config(AlgoConfig, values)

@@ -276,6 +276,9 @@ def _command(request, staged, root):
     env = _base_env(root, _BIN_DIR)
     env.update(HOME=root, ARLKIT_CWD=request["cwd"], PWD=request["cwd"])
     result = _run(_RUNNER.format(cwd_file=_CWD_FILE, command_file=_COMMAND_FILE), env, request, float(request["timeout_s"]))
+    if _others_alive(os.getpid()):  # left the command's process group (setsid, a double fork): stopped before the
+        _sweep()                    # folder is saved, so nothing writes to it while it is packed
+        result["background"] = True
     cwd, moved_out = _final_cwd(root)
     result["cwd"], result["left_root"] = cwd, moved_out
     if not os.path.isdir(root):
