@@ -18,6 +18,9 @@ BFCL_PIN ?= bfcl-eval==2026.3.23 tree-sitter==0.21.3 tree-sitter-java==0.21.0 tr
 # $(WHEELS) and installed from there afterwards.
 WHEELS ?= .cache/wheels
 ALFWORLD_SDISTS ?= fast-downward-textworld==20.6.4 jericho==3.3.1
+# GEM (the `gem` extra) pins reasoning-gym older than the `math` extra's: --no-deps, with the one dependency
+# its games import that nothing else brings.
+GEM_PIN ?= gem-llm==0.1.0 nltk==3.9.1
 
 .PHONY: install install-extras demo test test-stress bench clean
 
@@ -31,13 +34,20 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
-# The heavy extras the tests also need (`make install-extras`; `make test` does it): verl and ALFWorld.
+# The heavy extras the tests also need (`make install-extras`; `make test` does it): verl, ALFWorld and the
+# environment hubs (verifiers, OpenEnv, skyrl-gym, GEM).
 $(VERL_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps $(VERL_PIN)
 	ls $(WHEELS)/fast_downward_textworld-20.6.4-*.whl $(WHEELS)/jericho-3.3.1-*.whl >/dev/null 2>&1 \
 		|| $(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir $(WHEELS) $(ALFWORLD_SDISTS)
 	$(BIN)/python -m pip install --quiet --find-links $(WHEELS) "$(TORCH_PIN)" \
-		-e ".[test,terminal,lora,humaneval,export,wandb,math,serve,webshop,alfworld,verl]" $(ALFWORLD_SDISTS)
+		-e ".[test,terminal,lora,humaneval,export,wandb,math,serve,webshop,alfworld,verl,verifiers,openenv,skyrl]" \
+		$(ALFWORLD_SDISTS)
+	$(BIN)/python -m pip install --quiet --no-deps $(GEM_PIN)
+	# inspect-ai (the test extra) needs openai >= 3.4 when it runs, while verifiers 0.4.0 declares openai < 3
+	# (pip names the conflict and goes on); the parts of verifiers arlkit uses run on openai 3
+	# (tests/integrations/test_verifiers.py).
+	$(BIN)/python -m pip install --quiet "openai>=3.4"
 	touch $(VERL_STAMP)
 
 install-extras: $(VERL_STAMP)

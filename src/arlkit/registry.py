@@ -145,7 +145,10 @@ class Registry(Generic[E]):
             importlib.import_module(module)
         if self.group is not None:
             for point in importlib.metadata.entry_points(group=self.group):
-                if point.name in self._entries or point.name in self.on_demand:
+                if point.name in self._entries and self._sources.get(point.name) == point.module:
+                    self._sources[point.name] = self._where(point)  # its module was imported first: the same plugin
+                    self._plugins.setdefault(point.name, point)
+                elif point.name in self._entries or point.name in self.on_demand:
                     warnings.warn(f"entry point {point.name} = {point.value} ({_distribution(point)}) ignored: "
                                   f"arlkit has a built-in {self.kind} of that name", PluginWarning, stacklevel=2)
                 else:
@@ -159,17 +162,21 @@ class Registry(Generic[E]):
         if name in self._entries:
             return self._sources.get(name, "")
         if name in self._plugins:
-            point = self._plugins[name]
-            return f"entry point {self.group}: {point.value} ({_distribution(point)})"
+            return self._where(self._plugins[name])
         return self.on_demand.get(name, "")
+
+    def _where(self, point: importlib.metadata.EntryPoint) -> str:
+        return f"entry point {self.group}: {point.value} ({_distribution(point)})"
 
     def _load_plugin(self, name: str) -> None:
         """Register the plugin ``name``: an entry point's object, or the object at ``module:object``."""
         if name in self._plugins:
             point = self._plugins[name]
-            where = f"entry point {self.group}: {point.value} ({_distribution(point)})"
+            where = self._where(point)
             try:
                 obj = point.load()
+            except ConfigError:
+                raise  # the plugin's own one-line message (a missing extra, a bad setting)
             except Exception as exc:  # noqa: BLE001 - a plugin that fails to import is reported, never raised
                 raise ConfigError(f"{self.kind} {name!r} from {where} cannot be loaded ({type(exc).__name__}: "
                                   f"{_first_line(exc)})") from None
@@ -186,6 +193,8 @@ class Registry(Generic[E]):
             except (TypeError, ValueError) as exc:
                 raise ConfigError(f"{self.kind} {name!r} from {where}: {_first_line(exc)}") from None
             self.add(name, entry, source=where)
+        else:  # importing it registered the name: list it by its entry point
+            self._sources[name] = where
 
     def get(self, name: str, *, quoted: str | None = None) -> E:
         """The entry registered as ``name``, importing its on-demand module first if it has one.
@@ -205,11 +214,15 @@ class Registry(Generic[E]):
             raise ConfigError(f"unknown {self.kind} {shown!r}; valid choices: {choices}")
         return self._entries[name]
 
-    def names(self) -> list[str]:
+    def names(self, *, plugins: bool = True) -> list[str]:
         """Every name that :meth:`get` accepts, on-demand ones and installed plugins included, sorted
-        (``module:object`` names are accepted too, and listed once used)."""
+        (``module:object`` names are accepted too, and listed once used); ``plugins=False``: arlkit's
+        own entries only (its modules' and on-demand ones)."""
         self.load()
-        return sorted(set(self._entries) | set(self.on_demand) | set(self._plugins))
+        every = set(self._entries) | set(self.on_demand) | set(self._plugins)
+        if plugins:
+            return sorted(every)
+        return sorted(n for n in every if n not in self._plugins and self._sources.get(n) != n)
 
     def __contains__(self, name: object) -> bool:
         self.load()

@@ -156,3 +156,30 @@ def test_a_plugin_that_cannot_be_used_is_one_line_exit_2(plugin_site: Path, tmp_
     assert done.returncode == 2 and message in done.stderr, done.stderr
     assert done.stderr.startswith("arlkit eval: error: ") and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()
+
+
+SELF_REGISTERING = '''
+from arlkit.envs.registry import register_env
+from arlkit_plugin_demo import Countdown, CountdownConfig
+
+
+@register_env("countup", CountdownConfig)
+def make_countup(config):
+    return Countdown(config)
+'''
+
+
+def test_a_self_registering_plugin_imported_first_is_still_its_entry_point(plugin_site: Path) -> None:
+    """Importing a plugin's module before arlkit lists its plugins registers the name by its module; the
+    listing that follows finds the same module behind the entry point: no warning, the entry point named."""
+    (plugin_site / "arlkit_plugin_up.py").write_text(textwrap.dedent(SELF_REGISTERING), encoding="utf-8")
+    _distribution(plugin_site, "arlkit-plugin-up", "[arlkit.envs]\ncountup = arlkit_plugin_up\n")
+    code = ("import warnings; warnings.simplefilter('error'); import arlkit_plugin_up; "
+            "from arlkit.envs.registry import ENVS, make; print(ENVS.source('countup')); print(make('countup').name)")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(plugin_site), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["entry point arlkit.envs: arlkit_plugin_up (arlkit-plugin-up 0.1)", "countdown"]
+    listed = _arlkit(plugin_site, "eval", "--list-envs")  # loaded through its entry point: the same source
+    rows = dict(line.split(None, 1) for line in listed.stdout.splitlines())
+    assert rows["countup"] == "entry point arlkit.envs: arlkit_plugin_up (arlkit-plugin-up 0.1)", listed.stderr

@@ -9,7 +9,7 @@ from arlkit.envs.checker import EnvCheckError, check_env
 from arlkit.envs.frozenlake.env import FrozenLakeEnv
 
 
-@pytest.mark.parametrize("name", list_envs())
+@pytest.mark.parametrize("name", list_envs(plugins=False))  # plugins: their own tests (tests/integrations)
 def test_every_registered_env_passes_the_checker(name: str) -> None:
     report = check_env(name)
     assert not report.problems and len(report.checks) > 10

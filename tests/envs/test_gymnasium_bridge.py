@@ -19,7 +19,8 @@ gymnasium = pytest.importorskip("gymnasium")
 
 from arlkit.config import load_config  # noqa: E402
 from arlkit.envs import make  # noqa: E402
-from arlkit.envs.gymnasium import TRUNCATED_NOTE, env as bridge, from_gymnasium  # noqa: E402
+from arlkit.envs import bridge  # noqa: E402
+from arlkit.envs.gymnasium import TRUNCATED_NOTE, from_gymnasium  # noqa: E402
 from arlkit.envs.protocol import Task  # noqa: E402
 from arlkit.policies.protocol import Reply  # noqa: E402
 from arlkit.policies.registry import register_policy  # noqa: E402

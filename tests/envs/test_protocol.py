@@ -92,7 +92,7 @@ def test_core_protocol_has_six_methods() -> None:
     assert not any(isinstance(env, c.protocol) for c in CAPABILITIES)
 
 
-@pytest.mark.parametrize("name", list_envs())
+@pytest.mark.parametrize("name", list_envs(plugins=False))  # plugins: their own tests (tests/integrations)
 def test_builtin_envs_keep_their_capabilities_and_prompt_text(name: str) -> None:
     env = make(name)
     assert isinstance(env, Env) and has_snapshots(env)

@@ -277,11 +277,11 @@ def test_arlkit_eval_oracle_reaches_pass_one_at_t_max_and_the_bound_below(tmp_pa
     one_option = sum(len(t.payload["options"]) == 1 for t in make("webshop").tasks("test", 500)) / 500
     assert 0.0 < one_option < 1.0 and float(by_t[3]["pass"]) == 0.0
     assert float(by_t[4]["pass"]) == pytest.approx(one_option, abs=1e-9) and float(by_t[8]["pass"]) == 1.0
-    assert all(float(r["pass"]) == pytest.approx(float(r["upper_bound"]), abs=1e-9) for r in rows)
+    assert all(float(r["pass"]) == pytest.approx(float(r["expected_optimum"]), abs=1e-9) for r in rows)
     hidden = _eval(tmp_path / "hidden", "--policy", "oracle", "--policy", "random", "--tasks", "60", "--samples", "2",
                    "--budgets", "4,15", "--budget-mode", "hidden")  # fmt: skip
     oracle = [r for r in hidden if r["policy"] == "oracle"]
-    assert all(float(r["pass"]) == pytest.approx(float(r["upper_bound"]), abs=1e-9) for r in oracle)
+    assert all(float(r["pass"]) == pytest.approx(float(r["expected_optimum"]), abs=1e-9) for r in oracle)
     lines = [json.loads(line) for line in open(tmp_path / "hidden" / "trajectories.jsonl")]
     random_runs = [t for t in lines if t["policy"] == "random"]
     assert random_runs and all(turn["valid"] for t in random_runs for turn in t["turns"])  # random picks admissible actions

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from arlkit.metrics import bootstrap_mean, paired_bootstrap_difference, pass_at_k, successes_within
 from arlkit.budgets import Budget, resolve_budgets
-from arlkit.metrics.passkt import default_ks, upper_bound_per_task
+from arlkit.metrics.passkt import default_ks, expected_optimum_per_task
 
 
 @settings(max_examples=300, deadline=None)
@@ -83,10 +83,10 @@ def test_default_ks_are_powers_of_two() -> None:
     assert default_ks(1) == [1]
 
 
-def test_upper_bound_reduces_to_structural_bound_when_deterministic() -> None:
+def test_expected_optimum_reduces_to_structural_bound_when_deterministic() -> None:
     probs = np.array([1.0, 0.0, 1.0, 0.5])
-    assert upper_bound_per_task(probs, 1).tolist() == [1.0, 0.0, 1.0, 0.5]
-    assert upper_bound_per_task(probs, 2)[3] == pytest.approx(0.75)
+    assert expected_optimum_per_task(probs, 1).tolist() == [1.0, 0.0, 1.0, 0.5]
+    assert expected_optimum_per_task(probs, 2)[3] == pytest.approx(0.75)
 
 
 def test_bootstrap_interval_is_seeded_and_contains_the_mean() -> None:

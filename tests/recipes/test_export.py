@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from arlkit.config import EnvSpec
+from arlkit.envs import make
 from arlkit.recipes.eval import EvalConfig, run_eval
 from arlkit.rollout.records import read_trajectories
 
@@ -34,14 +35,23 @@ def test_parquet_and_hf_round_trips(run: Path, tmp_path: Path, monkeypatch: pyte
     n_turns = sum(len(t.turns) for t in source)
     proc = _export(str(run), "--out", str(tmp_path / "pq"))
     assert proc.returncode == 0 and f"exported {len(source)} trajectories and {n_turns} turns" in proc.stdout, proc.stderr
-    trajectories = datasets.load_dataset(str(tmp_path / "pq"), "trajectories", split="train")
-    turns = datasets.load_dataset(str(tmp_path / "pq"), "turns", split="train")
+    cache = str(tmp_path / "cache")  # datasets reads HF_DATASETS_CACHE at import: name the cache, or an old one is read
+    trajectories = datasets.load_dataset(str(tmp_path / "pq"), "trajectories", split="train", cache_dir=cache)
+    turns = datasets.load_dataset(str(tmp_path / "pq"), "turns", split="train", cache_dir=cache)
     assert len(trajectories) == len(source) == 24 and len(turns) == n_turns
     first, row = source[0], trajectories[0]
     assert row["id"] == f"{first.policy}|{first.task_id}|{first.budget}|{first.sample}" and row["success"] == first.success
-    assert row["messages"][0] == {"role": "user", "content": first.initial_observation}
-    assert row["messages"][1] == {"role": "assistant", "content": first.turns[0].reply}
-    assert len(row["messages"]) == 1 + 2 * len(first.turns) and row["actions"] == [x.action for x in first.turns]
+    # every message the policy saw: the system prompt of its last request (instruction, budget), then the chat
+    env = make("frozenlake", t_max=12)
+    env.reset(next(t for t in env.tasks("test", 3) if t.task_id == first.task_id), first.env_seed)
+    n = len(first.turns)
+    system = row["messages"][0]
+    assert system["role"] == "system" and env.prompt_text().instruction in system["content"]
+    assert f"Turn budget: {first.budget} turns in total, {n - 1} completed, {first.budget - n + 1} remaining." in system["content"]
+    assert row["messages"][1] == {"role": "user", "content": first.initial_observation}
+    assert row["messages"][2] == {"role": "assistant", "content": first.turns[0].reply}
+    assert row["messages"][-1] == {"role": "user", "content": first.turns[-1].observation}
+    assert len(row["messages"]) == 2 + 2 * n and row["actions"] == [x.action for x in first.turns]
     assert sum(r["success"] for r in trajectories) == sum(t.success for t in source)
     assert {r["policy"] for r in turns} == {"oracle", "random"} and all(r["remaining"] >= 1 for r in turns)
     proc = _export(str(run), "--format", "hf", "--out", str(tmp_path / "hf"))

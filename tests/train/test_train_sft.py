@@ -124,6 +124,13 @@ def test_an_interrupted_sft_run_resumes_to_the_uninterrupted_result(nano_dir: Pa
     # the identity is the whole config, defaults included
     recorded = json.loads((tmp_path / "reference" / "run.json").read_text())["config"]
     assert recorded["prompt"]["profile"] == "rt" and recorded["label_noise"] == 0.0
+    # TensorBoard holds what metrics.jsonl holds, as train's do
+    from arlkit.train.tracking import read_metrics, read_tb_scalars
+
+    scalars = {(step, tag): value for step, tag, value in read_tb_scalars(tmp_path / "reference" / "tb")}
+    logged = read_metrics(tmp_path / "reference" / "metrics.jsonl")
+    assert {tag for _, tag in scalars} >= {"sft/loss", "sft/grad_norm", "sft/lr"} and len(logged) == 7
+    assert all(abs(scalars[(m["step"], "sft/loss")] - m["sft/loss"]) < 1e-6 for m in logged)
 
     real_score_rows, calls = sft_module.score_rows, [0]
 

@@ -27,7 +27,8 @@ __all__ = ["UsageError", "build_parser", "main"]
 
 # Sub-command modules, in the order ``arlkit --help`` lists them.
 COMMAND_MODULES = ("arlkit.cli.eval_cmd", "arlkit.cli.demo_cmd", "arlkit.cli.model_cmd", "arlkit.cli.analyze_cmd", "arlkit.cli.report_cmd", "arlkit.cli.sft_cmd", "arlkit.cli.train_cmd", "arlkit.cli.budgetmix_cmd",
-                   "arlkit.cli.verl_cmd", "arlkit.cli.arena_cmd", "arlkit.cli.export_cmd", "arlkit.cli.serve_cmd")
+                   "arlkit.cli.verl_cmd", "arlkit.cli.arena_cmd", "arlkit.cli.export_cmd", "arlkit.cli.serve_cmd",
+                   "arlkit.cli.init_cmd")
 
 
 INTERRUPTED = {

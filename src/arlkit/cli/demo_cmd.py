@@ -70,7 +70,7 @@ def _handle(args: argparse.Namespace) -> int:
         print(note)
     print(
         f"demo results in {out}/:\n"
-        f"  eval/summary.md, eval/passkt.csv, eval/passkt.png  Pass@(K,T) with CIs, upper bound and budget headroom\n"
+        f"  eval/summary.md, eval/passkt.csv, eval/passkt.png  Pass@(K,T) with CIs, expected optimum and budget headroom\n"
         f"  analysis/                                         matched states, depth, error states, flows\n"
         f"  report.html                                       everything in one page"
     )

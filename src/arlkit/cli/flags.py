@@ -145,6 +145,8 @@ BACKEND_FLAGS = (
          "openai: further attempts after a 429, 5xx, timeout, dropped connection or malformed reply (default 4)"),
     Flag("--retry-backoff", "retry_backoff", "openai: seconds before the first retry, doubled each time (default 0.5)",
          metavar="SECONDS"),
+    Flag("--api-key-env", "api_key_env", "openai: the environment variable holding the API key (default "
+         "OPENAI_API_KEY; a placeholder key when it is unset)", metavar="NAME"),
     Flag("--context-length", "context_length", "context window (prompt + reply); hf: at most the model's own "
          "(default); openai: the server's, when known", metavar="TOKENS"),
 )

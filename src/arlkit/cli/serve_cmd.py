@@ -1,4 +1,8 @@
-"""``arlkit serve``: a local model behind an OpenAI-compatible API (:mod:`arlkit.policies.serve`)."""
+"""``arlkit serve``: a local model behind an OpenAI-compatible API (:mod:`arlkit.policies.serve`).
+
+Routes: GET /health, GET /v1/models, POST /v1/chat/completions (tools, streaming), POST /v1/completions
+(vLLM's form, echo with prompt log-probs), POST /v1/responses (minimal, for Inspect's openai/ provider).
+Ctrl-C answers the requests in flight, then stops."""
 
 from __future__ import annotations
 

@@ -27,6 +27,10 @@ helper) and raises :class:`MissingCapability` when it is absent
 - ``blocking_steps`` — a class attribute, ``True`` when ``reset``/``step`` wait on something slow
   (a sandboxed program run): the rollout engine then runs them in its worker pool, several at once;
   other environments step inline (:func:`steps_block`).
+- ``max_sessions`` — an attribute, the most instances of the environment alive at once, for
+  environments whose every instance holds a session of a server with a session limit (an OpenEnv
+  server): the rollout engine keeps at most that many trajectories alive (it caps
+  ``EngineConfig.max_active``); absent or ``None``: no limit (:func:`session_cap`).
 - ``splits`` — a class attribute, the task splits ``tasks()`` serves; default ``("train", "test")``.
   A benchmark that is only a test set (``bfcl``) declares ``("test",)`` (:func:`served_splits`).
 - :class:`FunctionCalling` — the current task's actions as OpenAI function tools, for backends that call
@@ -80,6 +84,7 @@ __all__ = [
     "oracle_inject_error",
     "require_snapshots",
     "served_splits",
+    "session_cap",
     "state_key_of",
     "steps_block",
     "summary_notes",
@@ -268,6 +273,13 @@ def served_splits(env: object) -> tuple[str, ...]:
 def steps_block(env: object) -> bool:
     """Whether ``env`` declares ``blocking_steps = True`` (its steps wait on a sandbox or other I/O)."""
     return getattr(env, "blocking_steps", False) is True
+
+
+def session_cap(env: object) -> int | None:
+    """``env.max_sessions`` when it is a positive integer (the most instances alive at once: each
+    holds a server session), else ``None`` (no limit)."""
+    cap = getattr(env, "max_sessions", None)
+    return cap if isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1 else None
 
 
 @runtime_checkable

@@ -80,7 +80,7 @@ CAPABILITIES: tuple[Capability, ...] = (
                "error states, continuations and error correction, judge agreement, the likelihood analysis and "
                "process rewards by replay; undoing harmless attempts in oracle and mutation error injection"),
     Capability("Oracle", Oracle, ("action_values", "optimal_actions", "shortest_solution_length", "success_probability"),
-               "the oracle and noisy-oracle policies; the upper bound (p*) in eval; SFT relabelling; R_single in "
+               "the oracle and noisy-oracle policies; the expected optimum (p*) in eval; SFT relabelling; R_single in "
                "the training dynamics; with ActionSpace: step quality Q*_h(s, a) and error injection"),
     Capability("ActionSpace", ActionSpace, ("admissible_actions",),
                "the random policy (and noisy-oracle exploration); judging every admissible action (otherwise "
@@ -107,7 +107,7 @@ CAPABILITIES: tuple[Capability, ...] = (
 _FEATURES: tuple[tuple[str, Callable[[object], bool], str], ...] = (
     ("rollouts, eval pass@(k,T), SFT and RL with LLM policies", lambda env: True, "the core"),
     ("random policy", lambda env: isinstance(env, ActionSpace), "ActionSpace"),
-    ("oracle / noisy-oracle policies, eval upper bound, SFT relabelling", has_oracle, "Oracle"),
+    ("oracle / noisy-oracle policies, eval expected optimum, SFT relabelling", has_oracle, "Oracle"),
     ("eval budget headroom", lambda env: isinstance(env, BudgetHeadroom), "BudgetHeadroom"),
     ("GiGPO anchor states, loop revisits", lambda env: isinstance(env, StateKey), "StateKey"),
     ("step quality", has_step_quality, "StepQuality, ActionScorer, or Oracle with ActionSpace"),

@@ -96,9 +96,10 @@ def register_env(name: str, config_cls: type) -> Callable[[E], E]:
     return ENVS.register(name, lambda factory: RegisteredEnv(name, config_cls, factory))  # type: ignore[arg-type]
 
 
-def list_envs() -> list[str]:
-    """Registered environment names, sorted."""
-    return ENVS.names()
+def list_envs(*, plugins: bool = True) -> list[str]:
+    """Registered environment names, sorted; ``plugins=False``: arlkit's built-in environments only
+    (without those of entry points, the environment hubs' adapters among them, and ``module:factory`` names)."""
+    return ENVS.names(plugins=plugins)
 
 
 def env_source(name: str) -> str:

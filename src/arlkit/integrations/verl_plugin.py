@@ -1,6 +1,6 @@
 """arlkit inside verl's trainer: arlkit's policy losses and advantage estimators in verl's registries.
 
-Installed as the ``verl.plugins`` entry point ``arlkit`` (``pip install arlkit[verl]``), so
+Installed as the ``verl.plugins`` entry point ``arlkit`` (the ``verl`` extra), so
 ``import verl`` imports this module in every process, Ray workers included, and the names exist
 wherever verl looks them up:
 

@@ -21,7 +21,7 @@ __all__ = [
     "pass_table",
     "per_task_pass",
     "task_counts",
-    "upper_bound_per_task",
+    "expected_optimum_per_task",
 ]
 
 
@@ -38,13 +38,13 @@ class PassRow:
     pass_: float
     ci_low: float
     ci_high: float
-    upper_bound: float | None
+    expected_optimum: float | None
     n_tasks: int
     n_samples: int
     headroom: float | None = None
 
     def csv_row(self) -> list[str]:
-        ub = "" if self.upper_bound is None else f"{self.upper_bound:.6f}"
+        ub = "" if self.expected_optimum is None else f"{self.expected_optimum:.6f}"
         hr = "" if self.headroom is None else f"{self.headroom:.6f}"
         return [
             self.env,
@@ -64,7 +64,7 @@ class PassRow:
 
 
 CSV_HEADER = [
-    "env", "policy", "budget_mode", "T", "T_frac", "k", "pass", "ci_low", "ci_high", "upper_bound", "n_tasks",
+    "env", "policy", "budget_mode", "T", "T_frac", "k", "pass", "ci_low", "ci_high", "expected_optimum", "n_tasks",
     "n_samples", "headroom",
 ]  # fmt: skip
 
@@ -113,7 +113,7 @@ def per_task_pass(
     return pass_at_k_per_task(counts, k)
 
 
-def upper_bound_per_task(success_probabilities: np.ndarray, k: int) -> np.ndarray:
+def expected_optimum_per_task(success_probabilities: np.ndarray, k: int) -> np.ndarray:
     """The best Pass@k any policy can reach per task: ``1 - (1 - p*)^k`` with ``p*`` the optimal
     single-trajectory success probability within the budget. For deterministic environments
     ``p*`` is 0 or 1 and this is the structural bound (shortest solution <= T)."""
@@ -136,7 +136,7 @@ def pass_table(
     seed: int = 0,
     clusters: Mapping[str, object] | None = None,
 ) -> list[PassRow]:
-    """Every (T, k) cell for one policy, with bootstrap CIs over tasks and the upper bound.
+    """Every (T, k) cell for one policy, with bootstrap CIs over tasks and the expected optimum.
 
     ``success_probability(T)`` returns ``p*`` per task (in ``task_ids`` order) when the
     environment has an oracle; ``headroom(T)`` the budget headroom per task when it has one.
@@ -150,7 +150,7 @@ def pass_table(
         for k in ks:
             values = per_task_pass(trajectories, T, k, budget_mode, task_ids)
             est = bootstrap_mean(values, resamples=resamples, seed=seed, clusters=labels)
-            ub = float(upper_bound_per_task(probs, k).mean()) if probs is not None else None
+            ub = float(expected_optimum_per_task(probs, k).mean()) if probs is not None else None
             rows.append(
                 PassRow(
                     env, policy, budget_mode, T, T / t_max, k, est.value, est.low, est.high, ub, len(task_ids),

@@ -84,6 +84,8 @@ class OpenAIConfig:
     Attributes:
         api_key_env: environment variable holding the API key (unset: a placeholder key is sent,
             which local servers accept).
+        require_api_key: an unset ``api_key_env`` is a :class:`PolicyError` (a variable the user
+            named, ``--api-key-env``).
         timeout: seconds one HTTP attempt may take in all (connect, headers and body); the
             listing of models at construction has the same deadline.
         max_retries: further attempts after a 429, 5xx, timeout or connection failure.
@@ -101,6 +103,7 @@ class OpenAIConfig:
     """
 
     api_key_env: str = "OPENAI_API_KEY"
+    require_api_key: bool = False
     timeout: float = 60.0
     max_retries: int = 4
     backoff: float = 0.5
@@ -197,12 +200,15 @@ class OpenAIPolicy:
         self.name = name or f"openai:{model}" + (f"@{base_url}" if base_url else "")
         self._sleep = sleep
         self._openai = openai
-        key = os.environ.get(self.config.api_key_env) or "EMPTY"
-        kwargs: dict[str, Any] = {"api_key": key, "timeout": self.config.timeout, "max_retries": 0}
+        key = os.environ.get(self.config.api_key_env)
+        if not key and self.config.require_api_key:
+            raise PolicyError(f"the API key variable {self.config.api_key_env} (--api-key-env) is not set")
+        kwargs: dict[str, Any] = {"api_key": key or "EMPTY", "timeout": self.config.timeout, "max_retries": 0}
         if base_url:
             kwargs["base_url"] = base_url
         try:
-            self.client = openai.OpenAI(**kwargs)
+            # Redirects are not followed: a base URL that redirects is reported with where it points.
+            self.client = openai.OpenAI(**kwargs, http_client=openai.DefaultHttpxClient(follow_redirects=False))
         except openai.OpenAIError as exc:
             raise PolicyError(f"cannot create the OpenAI client: {exc}") from None
         self._client_kwargs = kwargs
@@ -226,7 +232,7 @@ class OpenAIPolicy:
         try:
             served = self._own_loop().submit(self._within(self._served())).result()
         except openai.NotFoundError:
-            return  # the server has no /models endpoint: nothing to check
+            return  # the server has no /models endpoint: nothing to check; a missing /v1 shows on the first request
         except (openai.APIConnectionError, openai.APITimeoutError) as exc:
             raise PolicyError(f"cannot reach the server at {self._where()}: {exc}") from None
         except openai.AuthenticationError:
@@ -234,7 +240,8 @@ class OpenAIPolicy:
                 f"the server at {self._where()} rejected the API key (set ${self.config.api_key_env})"
             ) from None
         except openai.APIStatusError as exc:
-            raise PolicyError(f"the server at {self._where()} answered {exc.status_code} when listing models") from None
+            raise PolicyError(self._redirected(exc) or
+                              f"the server at {self._where()} answered {exc.status_code} when listing models") from None
         if self.model not in served:
             listed = ", ".join(served[:20]) + (" ..." if len(served) > 20 else "")
             raise PolicyError(f"the server at {self._where()} does not serve model {self.model!r}; it serves: {listed or '(none)'}")
@@ -306,10 +313,12 @@ class OpenAIPolicy:
                                                                        cast_to=self._completion))
                 reply = self._reply(response)
             except openai.NotFoundError as exc:
-                raise PolicyError(f"the server at {self._where()} does not know model {self.model!r}: {_message(exc)}") from None
+                raise PolicyError(self._not_found(exc)) from None
             except PolicyError:
                 raise
             except Exception as exc:  # noqa: BLE001 - sorted below; nothing may escape as a crash
+                if (moved := self._redirected(exc)) is not None:
+                    raise PolicyError(moved) from None
                 if is_context_length_error(exc):
                     self._learn_limit(exc)
                     return Reply("", finish_reason=CONTEXT_LENGTH_EXCEEDED)
@@ -328,6 +337,28 @@ class OpenAIPolicy:
             if self._over_window(response):
                 return Reply("", finish_reason=CONTEXT_LENGTH_EXCEEDED)
             return reply
+
+    def _redirected(self, exc: Exception) -> str | None:
+        """The message for a redirect answer (redirects are not followed), else ``None``."""
+        status = getattr(exc, "status_code", None)
+        if not isinstance(status, int) or not 300 <= status < 400:
+            return None
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        target = headers.get("location") if headers is not None else None
+        return (f"the server at {self._where()} redirects (HTTP {status}) to {target or 'an unnamed location'}; "
+                "give the URL it should be as the base URL (redirects are not followed)")
+
+    def _not_found(self, exc: Exception) -> str:
+        """The message for a 404 on a chat completion: an unknown model, or a route the server lacks
+        (most often a base URL without ``/v1``)."""
+        body = getattr(exc, "body", None)
+        code = body.get("code") if isinstance(body, dict) else None
+        said = _message(exc)
+        if code == "model_not_found" or "model" in said.lower():
+            return f"the server at {self._where()} does not know model {self.model!r}: {said}"
+        where = self._where().rstrip("/")
+        hint = f" (does the base URL lack /v1? e.g. {where}/v1)" if not where.endswith("/v1") else ""
+        return f"the server at {self._where()} has no route for chat completions: {said}{hint}"
 
     def _wait_s(self, exc: Exception, attempt: int) -> float:
         """Seconds before the next attempt: the server's ``Retry-After`` (``-ms`` too) when it sent
@@ -403,7 +434,11 @@ class OpenAIPolicy:
         loop = asyncio.get_running_loop()
         clients = self._clients.get(loop)
         if clients is None:
-            clients = self._clients[loop] = [self._openai.AsyncOpenAI(**self._client_kwargs) for _ in range(_POOLS)]
+            clients = self._clients[loop] = [
+                self._openai.AsyncOpenAI(**self._client_kwargs,
+                                         http_client=self._openai.DefaultAsyncHttpxClient(follow_redirects=False))
+                for _ in range(_POOLS)
+            ]
         self._turn = (self._turn + 1) % _POOLS
         return clients[self._turn]
 
@@ -477,6 +512,8 @@ def config_from_options(backend: BackendOptions, base: OpenAIConfig | None = Non
         timeout=base.timeout if backend.request_timeout is None else backend.request_timeout,
         max_retries=base.max_retries if backend.max_retries is None else backend.max_retries,
         backoff=base.backoff if backend.retry_backoff is None else backend.retry_backoff,
+        api_key_env=base.api_key_env if backend.api_key_env is None else backend.api_key_env,
+        require_api_key=base.require_api_key or backend.api_key_env is not None,
     )
 
 

@@ -9,6 +9,7 @@ are named by where their factory lives: ``my_pkg.policies:make_policy`` or ``my_
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -22,6 +23,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_NEW_TOKENS = 256
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 """Cap on tokens per reply when neither the user nor the model's generation config sets one."""
 
 
@@ -79,12 +81,16 @@ class BackendOptions:
             model's own (``max_position_embeddings`` / tokenizer ``model_max_length``), which is
             the default; ``openai``: unknown unless given or learned from the server's
             context-length error.
+        api_key_env: the environment variable holding the API key (``openai``; default
+            ``OPENAI_API_KEY``, and a placeholder key when that is unset). A variable named here
+            must be set.
     """
 
     request_timeout: float | None = None
     max_retries: int | None = None
     retry_backoff: float | None = None
     context_length: int | None = None
+    api_key_env: str | None = None
 
     def __post_init__(self) -> None:
         if self.request_timeout is not None and not (math.isfinite(self.request_timeout) and self.request_timeout > 0):
@@ -95,6 +101,9 @@ class BackendOptions:
             raise ValueError(f"retry_backoff must be a finite number of seconds >= 0, got {self.retry_backoff}")
         if self.context_length is not None and self.context_length < 2:
             raise ValueError(f"context_length must be >= 2 tokens, got {self.context_length}")
+        if self.api_key_env is not None and not _ENV_NAME.fullmatch(self.api_key_env):
+            raise ValueError(f"api_key_env must name an environment variable (letters, digits, _), "
+                             f"got {self.api_key_env!r}")
 
 
 PolicyFactory = Callable[[str | None, SamplingConfig, BackendOptions], Policy]

@@ -1,28 +1,43 @@
 """An OpenAI-compatible HTTP server for a local ``hf`` model (``arlkit serve``; loopback only).
 
-Built on Starlette and uvicorn. It serves ``GET /v1/models``, ``GET /v1/models/{id}`` and
-``POST /v1/chat/completions`` (up to 16 choices, streaming or not), so that the ``openai``
-backend, the official ``openai`` SDK, Inspect AI or any OpenAI-compatible tool can drive a local
-model, e.g. the embedded tiny model in tests. Requests that arrive together are generated as one
-batch (requests with equal sampling options share a forward pass).
+Built on Starlette and uvicorn. It serves ``GET /health``, ``GET /v1/models``, ``GET /v1/models/{id}``,
+``POST /v1/chat/completions`` (streaming or not, with tools), ``POST /v1/completions`` (vLLM's form,
+with ``echo`` and prompt log-probabilities: :mod:`arlkit.policies.serve_completions`) and a minimal
+``POST /v1/responses`` (streaming or not: :mod:`arlkit.policies.serve_responses`), so that the
+``openai`` backend, the official ``openai`` SDK, Inspect AI (its default ``openai/`` provider
+included), likelihood scorers or any OpenAI-compatible tool can drive a local model, e.g. the
+embedded tiny model in tests. Requests that arrive together are generated as one batch (requests
+with equal sampling options share a forward pass).
 
 Semantics follow the OpenAI API:
 - the matched stop string is not part of the returned content;
-- ``finish_reason`` is ``"stop"`` (end of turn or stop string) or ``"length"``;
+- ``finish_reason`` is ``"stop"`` (end of turn or stop string), ``"length"``, or ``"tool_calls"``;
 - ``seed`` makes sampling reproducible, and a request without one gets a fresh random seed; choice
-  ``i`` of ``n`` samples turn ``i`` of the seed;
+  ``i`` of ``n`` (at most :data:`~arlkit.policies.serve_wire.MAX_CHOICES`, 128: the choices are
+  sampled in batches of the policy's ``max_batch_size``, so memory stays bounded) samples turn ``i``
+  of the seed;
 - ``logprobs: true`` returns one entry per generated token (an end-of-turn token excluded), with
   the token's own bytes (a token that is part of a UTF-8 character has those bytes, not the
   replacement character's), and ``top_logprobs: k`` (up to 20) the k most likely tokens at each
   step, under the same (temperature, top-k, top-p) distribution the token was sampled from;
+- ``tools`` are rendered by the model's chat template (or a ChatML tool template when the model's
+  own ignores tools: :mod:`arlkit.policies.serve_tools`); a reply's ``<tool_call>`` blocks naming an
+  offered function come back as ``tool_calls``. ``tool_choice: "none"`` leaves the tools out of the
+  prompt; ``"required"`` and a named function offer the tools like ``"auto"`` and do not force a call:
+  a reply without one is returned as text with ``finish_reason`` ``"stop"``. Assistant messages with
+  ``tool_calls`` and ``tool`` messages are part of the conversation;
 - ``stream: true`` answers with server-sent events: per choice a role chunk, content chunks (one
-  per token, with its log-probs when asked), a chunk with the ``finish_reason``; then, with
-  ``stream_options: {"include_usage": true}``, a usage chunk; then ``[DONE]``. The chunks are
-  sent once the choices are generated (the model is not decoded incrementally);
+  per token, with its log-probs when asked; a reply with tool calls sends its text, then one chunk
+  per call), a chunk with the ``finish_reason``; then, with ``stream_options: {"include_usage":
+  true}``, a usage chunk; then ``[DONE]``. The chunks are sent once the choices are generated (the
+  model is not decoded incrementally);
 - message ``content`` may be a string, a list of text parts, or null (an empty turn);
 - ``top_k`` is accepted as an extra field, as vLLM does;
-- a field the server does not implement (``tools``, ``response_format``, penalties, tool calls in
-  the conversation) is refused with HTTP 400, unless its value asks for nothing;
+- fields that change no reply are accepted (``user``, ``metadata``, ``store``, ``service_tier``,
+  ``parallel_tool_calls``, ``stream_options``, ``reasoning_effort``, penalties of 0, an empty
+  ``logit_bias``, ``modalities: ["text"]``, ``response_format: {"type": "text"}``, ...); one the server
+  does not implement with a value that would change the reply (a nonzero penalty, a JSON
+  ``response_format``) is refused with HTTP 400 naming it;
 - a body that is not JSON, holds ``NaN`` or ``Infinity``, nests arrays and objects more than 32
   levels deep, or sets a sampling option to a non-finite number is refused with HTTP 400 naming the
   problem; a body over 16 MiB with HTTP 413;
@@ -31,7 +46,7 @@ Semantics follow the OpenAI API:
   tokens.").
 
 Run it with ``arlkit serve MODEL_DIR --port 8000`` (Ctrl-C shuts it down gracefully: requests in
-flight are answered first).
+flight are answered first, then it prints how many requests it answered).
 """
 
 from __future__ import annotations
@@ -40,6 +55,7 @@ import argparse
 import asyncio
 import ipaddress
 import socket
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -49,8 +65,12 @@ import uvicorn
 
 from arlkit.policies.hf import HFPolicy
 from arlkit.policies.protocol import PolicyError
+from arlkit.policies.serve_app import build_app
+from arlkit.policies.serve_completions import complete, completion_chunks, parse_completion
+from arlkit.policies.serve_responses import chat_body, response_events, response_object
 from arlkit.policies.serve_sampler import ChatSampler
-from arlkit.policies.serve_wire import build_app, chat_response, parse_chat, stream_chunks
+from arlkit.policies.serve_tools import PromptRenderer
+from arlkit.policies.serve_wire import ChatRequest, chat_response, parse_chat, stream_chunks
 
 __all__ = ["OpenAICompatibleServer", "main"]
 
@@ -94,6 +114,9 @@ class OpenAICompatibleServer:
         self.policy, self.model_name = policy, model_name
         self.batch_wait = batch_wait
         self._sampler = ChatSampler(policy, batch_wait)
+        self.renderer = PromptRenderer(policy.tokenizer)
+        self.answered = 0
+        """Requests answered with HTTP 200 since the start."""
         self._socket = socket.create_server((host, port), backlog=512)  # bound here: base_url is known at once
         config = uvicorn.Config(build_app(self), log_level="warning", lifespan="off", access_log=False,
                                 timeout_keep_alive=max(5, int(request_timeout)), timeout_graceful_shutdown=10)
@@ -148,12 +171,26 @@ class OpenAICompatibleServer:
 
     # -- the API -------------------------------------------------------------------------------
 
+    def health(self) -> dict[str, Any]:
+        """``GET /health``: the server is up, and which model it serves."""
+        return {"status": "ok", "model": self.model_name, "shutting_down": self._sampler.closing}
+
     def models(self) -> dict[str, Any]:
         return {"object": "list", "data": [self.model()]}
 
     def model(self) -> dict[str, Any]:
         """The served model's object (``GET /v1/models/{id}``)."""
-        return {"id": self.model_name, "object": "model", "created": 0, "owned_by": "arlkit"}
+        return {"id": self.model_name, "object": "model", "created": 0, "owned_by": "arlkit",
+                "max_model_len": self.policy.context_length}
+
+    def _parse_chat(self, body: Any) -> ChatRequest:
+        return parse_chat(body, self.model_name, self.policy.sampling.max_new_tokens, self.renderer)
+
+    async def _sample(self, chat: ChatRequest) -> list[Any]:
+        replies = await self._sampler.sample(list(chat.prompt), chat.seed, chat.n, chat.sampling, chat.stop,
+                                             chat.top_logprobs)
+        self.answered += 1
+        return replies
 
     def chat(self, body: Any) -> dict[str, Any]:
         """The chat completion of ``body``, for a caller on a plain thread (raises ``BadRequest``)."""
@@ -161,13 +198,26 @@ class OpenAICompatibleServer:
 
     async def achat(self, body: Any) -> dict[str, Any]:
         """The chat completion of ``body`` (raises ``BadRequest``)."""
-        chat = parse_chat(body, self.model_name, self.policy.sampling.max_new_tokens)
-        return chat_response(self.policy, self.model_name, await self._sampler.sample(chat), chat)
+        chat = self._parse_chat(body)
+        return chat_response(self.policy, self.model_name, await self._sample(chat), chat)
 
     async def achat_stream(self, body: Any) -> list[dict[str, Any]]:
         """The server-sent event chunks of ``body`` with ``stream: true`` (raises ``BadRequest``)."""
-        chat = parse_chat(body, self.model_name, self.policy.sampling.max_new_tokens)
-        return stream_chunks(self.policy, self.model_name, await self._sampler.sample(chat), chat)
+        chat = self._parse_chat(body)
+        return stream_chunks(self.policy, self.model_name, await self._sample(chat), chat)
+
+    async def acomplete(self, body: Any) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+        """The completion of ``body`` and, with ``stream: true``, its event chunks (raises ``BadRequest``)."""
+        request = parse_completion(body, self.model_name, self.renderer, len(self.policy.tokenizer))
+        full = await complete(self._sampler, self.policy, self.model_name, request)
+        self.answered += 1
+        return full, (completion_chunks(full) if request.stream else None)
+
+    async def arespond(self, body: Any) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+        """The Responses API ``response`` object of ``body`` and, with ``stream: true``, its events
+        (raises ``BadRequest``)."""
+        response = response_object(await self.achat(chat_body(body)), body)
+        return response, (response_events(response) if body.get("stream") else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -190,7 +240,12 @@ def serve(model_dir: str, name: str | None, host: str, port: int, *, exit_with: 
         exit_with(str(exc))
         return 2
     print(f"serving {model_dir} as {server.model_name!r} at {server.base_url} (Ctrl-C stops)", flush=True)
-    server.serve_forever()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:  # uvicorn raises the signal again once its graceful shutdown is done
+        print(f"arlkit serve: stopped; answered {server.answered} request(s), the ones in flight included",
+              file=sys.stderr, flush=True)
+        return 130  # the shell's code for a command stopped by Ctrl-C
     return 0
 
 

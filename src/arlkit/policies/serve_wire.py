@@ -1,7 +1,9 @@
-"""The HTTP side of ``arlkit serve`` (:mod:`arlkit.policies.serve`): request bodies checked into
-:class:`ChatRequest`, replies written as chat completions or server-sent event chunks (token bytes
-included), and the Starlette application (routes, errors) around the server object. The sampling
-side is :mod:`arlkit.policies.serve_sampler`."""
+"""The HTTP side of ``arlkit serve`` (:mod:`arlkit.policies.serve`) for chat completions: request
+bodies checked into :class:`ChatRequest` (the conversation rendered into token ids with its tools),
+replies written as chat completions or server-sent event chunks (token bytes and tool calls
+included). Shared here: :class:`BadRequest`, body parsing, the check of fields a route implements and
+of the fields that ask for nothing. Completions are :mod:`arlkit.policies.serve_completions`, the
+Responses API :mod:`arlkit.policies.serve_responses`, the routes :mod:`arlkit.policies.serve_app`."""
 
 from __future__ import annotations
 
@@ -9,36 +11,44 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request as StarletteRequest
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
-from arlkit.policies.protocol import Reply, Request
+from arlkit.policies.protocol import Reply
 from arlkit.policies.registry import SamplingConfig
+from arlkit.policies.serve_tools import PromptRenderer, ToolCall, parse_tool_choice, parse_tools, read_tool_calls
 
 if TYPE_CHECKING:
     from arlkit.policies.hf import HFPolicy
 
 __all__ = [
-    "MAX_BODY", "MAX_DEPTH", "BadRequest", "ChatRequest", "build_app", "chat_response", "parse_body", "parse_chat",
-    "parse_messages", "stream_chunks", "token_bytes",
+    "IGNORED_FIELDS", "MAX_BODY", "MAX_CHOICES", "MAX_DEPTH", "BadRequest", "ChatRequest", "chat_response", "check_fields",
+    "finished_text", "parse_body", "parse_chat", "parse_messages", "parse_stop", "read_body", "render_chat", "sampling_options",
+    "stream_chunks", "token_bytes",
 ]
 
 MAX_BODY = 16 * 2**20
 """Bytes a request body may have (413 beyond)."""
 MAX_DEPTH = 32
-"""Nesting levels of arrays and objects a request body may have (a chat request needs 5)."""
-_MAX_CHOICES = 16
+"""Nesting levels of arrays and objects a request body may have (a chat request with tools needs about 8)."""
+MAX_CHOICES = 128
+"""Most choices (``n``) one request may ask for: its rows are sampled in batches of the policy's
+``max_batch_size``, so memory is bounded by the batch, and the reply holds at most this many texts."""
 _MAX_TOP_LOGPROBS = 20
 _FIELDS = frozenset({"model", "messages", "temperature", "top_p", "top_k", "max_tokens", "max_completion_tokens",
-                     "stop", "seed", "logprobs", "top_logprobs", "n", "user", "stream", "stream_options"})
-"""Request fields the server implements; any other is refused with 400 unless it asks for nothing."""
-_NEUTRAL: dict[str, Any] = {"presence_penalty": 0, "frequency_penalty": 0, "tools": [], "parallel_tool_calls": True}
+                     "stop", "seed", "logprobs", "top_logprobs", "n", "stream", "stream_options", "tools", "tool_choice"})
+"""Chat request fields the server implements; any other is refused with 400 unless it asks for nothing."""
+IGNORED_FIELDS = frozenset({"user", "metadata", "store", "service_tier", "parallel_tool_calls", "prompt_cache_key",
+                            "prompt_cache_retention", "safety_identifier", "reasoning_effort", "verbosity"})
+"""Fields accepted with any value because they change no reply of this server: bookkeeping (``user``,
+``metadata``, ``store``, ``service_tier``, cache keys), ``parallel_tool_calls`` (every call the model
+writes is returned), ``reasoning_effort`` and ``verbosity`` (the model has no reasoning mode to set)."""
+_NEUTRAL: dict[str, Any] = {"presence_penalty": 0, "frequency_penalty": 0, "repetition_penalty": 1, "logit_bias": {},
+                            "modalities": ["text"], "response_format": {"type": "text"}, "min_p": 0}
+"""Fields the server does not implement, with the value that asks for nothing (accepted)."""
 
 
 class BadRequest(Exception):
@@ -83,7 +93,7 @@ def parse_body(raw: bytes) -> Any:
     return body
 
 
-async def _read_body(request: StarletteRequest) -> bytes:
+async def read_body(request: StarletteRequest) -> bytes:
     """The request's body, read no further than :data:`MAX_BODY` bytes (413 beyond, declared or sent)."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY):
@@ -97,35 +107,112 @@ async def _read_body(request: StarletteRequest) -> bytes:
     return b"".join(parts)
 
 
-def parse_messages(raw: Any) -> list[dict[str, str]]:
-    """The conversation as ``{role, content}`` with string content: text parts are joined, a null
-    content is empty; tool calls and other parts are refused."""
+def _text(content: Any, where: str) -> str:
+    """A message's content as text: a string, a list of text parts (joined), or null (empty)."""
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        if not all(isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text")
+                   and isinstance(p.get("text"), str) for p in content):
+            raise BadRequest(400, f"{where}: only text parts are supported")
+        return "".join(p["text"] for p in content)
+    if not isinstance(content, str):
+        raise BadRequest(400, f"{where} must be a string, a list of text parts, or null")
+    return content
+
+
+def _call_entry(call: Any, where: str) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise BadRequest(400, f"{where} must be {{\"id\", \"type\": \"function\", \"function\": {{\"name\", \"arguments\"}}}}")
+    arguments = function.get("arguments", "{}")
+    if not isinstance(arguments, str | dict):
+        raise BadRequest(400, f"{where}.function.arguments must be a JSON string")
+    return {"id": str(call.get("id") or ""), "type": "function",
+            "function": {"name": function["name"], "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}}
+
+
+def parse_messages(raw: Any) -> list[dict[str, Any]]:
+    """The conversation as the chat template takes it: ``{role, content}`` with string content (text
+    parts joined, null empty), assistant ``tool_calls`` and tool results (``role: "tool"``) kept,
+    ``developer`` read as ``system``; other parts are refused."""
     if not isinstance(raw, list) or not raw:
         raise BadRequest(400, "messages must be a non-empty list of {role, content} objects")
     out = []
     for i, message in enumerate(raw):
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise BadRequest(400, f"messages[{i}] must be an object with a string role")
-        if message.get("tool_calls") or message.get("role") == "tool":
-            raise BadRequest(400, f"messages[{i}]: tool calls and tool results are not supported by this server")
-        content = message.get("content")
-        if content is None:
-            content = ""
-        elif isinstance(content, list):
-            if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str) for p in content):
-                raise BadRequest(400, f"messages[{i}].content: only text parts are supported")
-            content = "".join(p["text"] for p in content)
-        elif not isinstance(content, str):
-            raise BadRequest(400, f"messages[{i}].content must be a string, a list of text parts, or null")
-        out.append({"role": message["role"], "content": content})
+        role = "system" if message["role"] == "developer" else message["role"]
+        entry: dict[str, Any] = {"role": role, "content": _text(message.get("content"), f"messages[{i}].content")}
+        calls = message.get("tool_calls")
+        if calls:
+            if role != "assistant" or not isinstance(calls, list):
+                raise BadRequest(400, f"messages[{i}].tool_calls must be a list, on an assistant message")
+            entry["tool_calls"] = [_call_entry(c, f"messages[{i}].tool_calls[{k}]") for k, c in enumerate(calls)]
+        if role == "tool":
+            entry["tool_call_id"] = str(message.get("tool_call_id") or "")
+            if isinstance(message.get("name"), str):
+                entry["name"] = message["name"]
+        out.append(entry)
     return out
+
+
+def check_fields(body: Any, implemented: frozenset[str]) -> dict[str, Any]:
+    """``body`` as an object whose fields are implemented, ignored (:data:`IGNORED_FIELDS`) or ask for
+    nothing; a 400 names the others and lists what the route supports."""
+    if not isinstance(body, dict):
+        raise BadRequest(400, "the body must be a JSON object")
+    unsupported = sorted(k for k, v in body.items() if k not in implemented and k not in IGNORED_FIELDS
+                         and not _is_default(k, v))
+    if unsupported:
+        raise BadRequest(400, f"unsupported field(s) or value(s): {', '.join(f'{k}={body[k]!r}'[:80] for k in unsupported)}; "
+                              f"this server implements {', '.join(sorted(implemented))} (and accepts "
+                              f"{', '.join(f'{k}={v!r}' for k, v in _NEUTRAL.items())})")
+    return body
+
+
+def sampling_options(body: dict[str, Any], limit: Any, *, zero_ok: bool = False) -> tuple[SamplingConfig, int, int]:
+    """``(sampling, seed, n)`` of a request body whose reply cap is ``limit`` (``zero_ok``: 0 tokens
+    allowed); no seed draws a fresh one, so unseeded requests are independent samples."""
+    n = body.get("n", 1)
+    if n is None:
+        n = 1
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_CHOICES:
+        raise BadRequest(400, f"n must be an integer from 1 to {MAX_CHOICES} (the most choices one request may "
+                              f"ask for), got {n!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < (0 if zero_ok else 1):
+        raise BadRequest(400, f"max_tokens / max_completion_tokens must be an integer >= {0 if zero_ok else 1}, got {limit!r}")
+    try:
+        temperature = body.get("temperature")
+        top_p = body.get("top_p")
+        sampling = SamplingConfig(
+            temperature=float(1.0 if temperature is None else temperature),
+            top_p=float(1.0 if top_p is None else top_p),
+            top_k=int(body.get("top_k", 0) or 0),
+            max_new_tokens=max(1, int(limit)),
+        )
+        seed = int(body["seed"]) if body.get("seed") is not None else secrets.randbits(62)
+    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int() of an infinity
+        raise BadRequest(400, f"invalid sampling option: {exc}") from None
+    return sampling, seed, n
+
+
+def parse_stop(raw: Any) -> tuple[str, ...]:
+    stop = raw or []
+    stop = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        raise BadRequest(400, "stop must be a string or a list of strings")
+    return tuple(stop)
 
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """A chat completion request, checked."""
+    """A chat completion request, checked; ``prompt`` holds the conversation's token ids (tools included)
+    and ``tool_names`` the functions whose calls the reply is read for (empty: tools not offered)."""
 
-    request: Request
+    messages: list[dict[str, Any]]
+    prompt: tuple[int, ...]
+    seed: int
     sampling: SamplingConfig
     stop: tuple[str, ...]
     logprobs: bool
@@ -133,6 +220,7 @@ class ChatRequest:
     n: int
     stream: bool
     include_usage: bool
+    tool_names: tuple[str, ...] = ()
 
 
 def _is_default(key: str, value: Any) -> bool:
@@ -140,55 +228,47 @@ def _is_default(key: str, value: Any) -> bool:
     return value is None or value is False or (key in _NEUTRAL and value == _NEUTRAL[key])
 
 
-def parse_chat(body: Any, model_name: str, max_new_tokens: int | None) -> ChatRequest:
+def render_chat(renderer: PromptRenderer, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
+    """Token ids of ``messages`` with ``tools`` (a template that fails on them is the request's fault: 400)."""
+    try:
+        ids = renderer.chat_ids(messages, tools)
+    except Exception as exc:  # noqa: BLE001 - the template's error names the problem
+        raise BadRequest(400, f"the chat template cannot render these messages: {type(exc).__name__}: {exc}") from None
+    if not ids:
+        raise BadRequest(400, "the chat template rendered an empty prompt")
+    return ids
+
+
+def parse_chat(body: Any, model_name: str, max_new_tokens: int | None, renderer: PromptRenderer) -> ChatRequest:
     """``body`` checked as a chat completion request for model ``model_name`` (``max_new_tokens``:
-    the reply cap when the body sets none); raises :class:`BadRequest` naming the problem."""
-    if not isinstance(body, dict):
-        raise BadRequest(400, "the body must be a JSON object")
-    unsupported = sorted(k for k, v in body.items() if k not in _FIELDS and not _is_default(k, v))
-    if unsupported:
-        raise BadRequest(400, f"unsupported field(s): {', '.join(unsupported)}; this server supports "
-                               f"{', '.join(sorted(_FIELDS))}")
+    the reply cap when the body sets none), its prompt rendered by ``renderer``; raises
+    :class:`BadRequest` naming the problem."""
+    body = check_fields(body, _FIELDS)
     if body.get("model") != model_name:
         raise BadRequest(404, f"The model {body.get('model')!r} does not exist", "model_not_found")
     messages = parse_messages(body.get("messages"))
-    n = body.get("n", 1)
-    if n is None:
-        n = 1
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= _MAX_CHOICES:
-        raise BadRequest(400, f"n must be an integer from 1 to {_MAX_CHOICES}, got {n!r}")
-    stop = body.get("stop") or []
-    stop = [stop] if isinstance(stop, str) else stop
-    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
-        raise BadRequest(400, "stop must be a string or a list of strings")
+    try:
+        tools = parse_tools(body.get("tools"))
+        choice = parse_tool_choice(body.get("tool_choice"), tools)
+    except ValueError as exc:
+        raise BadRequest(400, str(exc)) from None
+    if choice == "none":
+        tools = []  # "none": the model is not told about the tools
+    stop = parse_stop(body.get("stop"))
     limit: Any = body.get("max_completion_tokens", body.get("max_tokens"))
-    if limit is None:
-        limit = max_new_tokens
-    elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise BadRequest(400, f"max_tokens / max_completion_tokens must be an integer >= 1, got {limit!r}")
+    sampling, seed, n = sampling_options(body, max_new_tokens if limit is None else limit)
     top = body.get("top_logprobs") or 0
     if isinstance(top, bool) or not isinstance(top, int) or not 0 <= top <= _MAX_TOP_LOGPROBS:
         raise BadRequest(400, f"top_logprobs must be an integer from 0 to {_MAX_TOP_LOGPROBS}, got {top!r}")
     if top and not body.get("logprobs"):
         raise BadRequest(400, "top_logprobs needs logprobs: true")
     options = body.get("stream_options") or {}
-    if not isinstance(options, dict) or set(options) - {"include_usage"}:
+    if not isinstance(options, dict) or set(options) - {"include_usage", "continuous_usage_stats"}:
         raise BadRequest(400, f"stream_options supports include_usage only, got {options!r}")
-    if options and not body.get("stream"):
-        raise BadRequest(400, "stream_options needs stream: true")
-    try:
-        sampling = SamplingConfig(
-            temperature=float(body.get("temperature", 1.0)),
-            top_p=float(body.get("top_p", 1.0)),
-            top_k=int(body.get("top_k", 0) or 0),
-            max_new_tokens=int(limit),
-        )
-        # no seed: a fresh one, so unseeded requests are independent samples (not all seed 0)
-        seed = int(body["seed"]) if body.get("seed") is not None else secrets.randbits(62)
-    except (TypeError, ValueError, OverflowError) as exc:  # OverflowError: int() of an infinity
-        raise BadRequest(400, f"invalid sampling option: {exc}") from None
-    return ChatRequest(Request(messages=messages, seed=seed, turn=0), sampling, tuple(stop), bool(body.get("logprobs")),
-                       int(top), n, bool(body.get("stream")), bool(options.get("include_usage")))
+    prompt = render_chat(renderer, messages, tools)
+    return ChatRequest(messages, tuple(prompt), seed, sampling, stop, bool(body.get("logprobs")), int(top), n,
+                       bool(body.get("stream")), bool(options.get("include_usage")) and bool(body.get("stream")),
+                       tuple(t["function"]["name"] for t in tools))
 
 
 def _byte_alphabet() -> dict[str, int]:
@@ -221,11 +301,14 @@ def token_bytes(tokenizer: Any, token: int) -> bytes:
 
 
 def _token_entry(policy: HFPolicy, token: int, logprob: float) -> dict[str, Any]:
-    raw = token_bytes(policy.tokenizer, token)
-    return {"token": raw.decode("utf-8", errors="replace"), "logprob": logprob, "bytes": list(raw)}
+    raw = token_bytes(policy.tokenizer, token)  # a probability of 0 is floored at -9999 (vLLM's floor): valid JSON
+    return {"token": raw.decode("utf-8", errors="replace"), "logprob": max(float(logprob), -9999.0), "bytes": list(raw)}
 
 
-def _choice(policy: HFPolicy, index: int, reply: Reply, chat: ChatRequest) -> dict[str, Any]:
+def finished_text(policy: HFPolicy, reply: Reply, stop: Sequence[str]) -> tuple[str, bool, list[int], list[float], list[Any]]:
+    """``(text, stopped, token ids, logprobs, top logprobs)`` of a reply: the text cut before the first
+    stop string it holds, whether it ended (end-of-turn token or stop string), and the per-token data
+    with an end-of-turn token left out."""
     ids = list(reply.token_ids or ())
     lps = list(reply.logprobs or ())
     tops = list((reply.details or {}).get("top_logprobs") or [])
@@ -233,29 +316,41 @@ def _choice(policy: HFPolicy, index: int, reply: Reply, chat: ChatRequest) -> di
     if ended:
         ids, lps, tops = ids[:-1], lps[:-1], tops[:-1]
     text = reply.text
-    cut = min((text.find(s) for s in chat.stop if s and s in text), default=-1)
+    cut = min((text.find(s) for s in stop if s and s in text), default=-1)
     if cut >= 0:
         text = text[:cut]
+    return text, ended or cut >= 0, ids, lps, tops
+
+
+def _choice(policy: HFPolicy, index: int, reply: Reply, chat: ChatRequest) -> dict[str, Any]:
+    text, stopped, ids, lps, tops = finished_text(policy, reply, chat.stop)
+    content: str | None = text
+    calls: list[ToolCall] = []
+    if chat.tool_names:
+        content, calls = read_tool_calls(text, chat.tool_names)
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [c.openai() for c in calls]
     choice: dict[str, Any] = {
         "index": index,
-        "message": {"role": "assistant", "content": text},
-        "finish_reason": "stop" if ended or cut >= 0 else "length",
+        "message": message,
+        "finish_reason": "tool_calls" if calls else "stop" if stopped else "length",
         "logprobs": None,
     }
     if chat.logprobs:
-        content = []
+        entries = []
         for k, (token, lp) in enumerate(zip(ids, lps, strict=True)):
             alternatives = tops[k] if k < len(tops) else []
-            content.append({**_token_entry(policy, token, lp),
+            entries.append({**_token_entry(policy, token, lp),
                             "top_logprobs": [_token_entry(policy, t, v) for t, v in alternatives[: chat.top_logprobs]]})
-        choice["logprobs"] = {"content": content}
+        choice["logprobs"] = {"content": entries}
     return choice
 
 
 def chat_response(policy: HFPolicy, model_name: str, replies: Sequence[Reply], chat: ChatRequest) -> dict[str, Any]:
     """The chat completion object of ``chat``'s ``replies`` (the matched stop string cut off, an
-    end-of-turn token left out of the log-probs)."""
-    prompt_tokens = len(policy.prompt_ids(chat.request.messages))
+    end-of-turn token left out of the log-probs, the tool calls of the reply as ``tool_calls``)."""
+    prompt_tokens = len(chat.prompt)
     completion = sum(len(r.token_ids or ()) for r in replies)
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -287,71 +382,31 @@ def _pieces(policy: HFPolicy, reply: Reply, content: str) -> list[str]:
 
 
 def stream_chunks(policy: HFPolicy, model_name: str, replies: Sequence[Reply], chat: ChatRequest) -> list[dict[str, Any]]:
-    """The server-sent event chunks of ``chat``'s ``replies``: per choice a role chunk, one content
-    chunk per token, a chunk with the ``finish_reason``; then a usage chunk when asked for."""
+    """The server-sent event chunks of ``chat``'s replies: per choice a role chunk, one content chunk
+    per token (a reply with tool calls: one chunk with its other text, then one per call), a chunk with
+    the ``finish_reason``; then a usage chunk when asked for."""
     full = chat_response(policy, model_name, replies, chat)
     head = {"id": full["id"], "object": "chat.completion.chunk", "created": full["created"], "model": model_name}
     chunks: list[dict[str, Any]] = []
+
+    def chunk(index: int, delta: dict[str, Any], logprobs: Any = None, finish: str | None = None) -> None:
+        chunks.append({**head, "choices": [{"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]})
+
     for choice in full["choices"]:
-        index = choice["index"]
-        chunks.append({**head, "choices": [{"index": index, "delta": {"role": "assistant", "content": ""},
-                                            "logprobs": None, "finish_reason": None}]})
+        index, message = choice["index"], choice["message"]
+        chunk(index, {"role": "assistant", "content": ""})
         entries = (choice["logprobs"] or {}).get("content") or []
-        for k, piece in enumerate(_pieces(policy, replies[index], choice["message"]["content"])):
-            logprobs = {"content": [entries[k]]} if chat.logprobs and k < len(entries) else None
-            chunks.append({**head, "choices": [{"index": index, "delta": {"content": piece}, "logprobs": logprobs,
-                                                "finish_reason": None}]})
-        chunks.append({**head, "choices": [{"index": index, "delta": {}, "logprobs": None,
-                                            "finish_reason": choice["finish_reason"]}]})
+        if message.get("tool_calls"):
+            if message["content"]:
+                chunk(index, {"content": message["content"]})
+            for k, call in enumerate(message["tool_calls"]):
+                chunk(index, {"tool_calls": [{"index": k, **call}]})
+            if entries:
+                chunk(index, {}, {"content": entries})
+        else:
+            for k, piece in enumerate(_pieces(policy, replies[index], message["content"])):
+                chunk(index, {"content": piece}, {"content": [entries[k]]} if chat.logprobs and k < len(entries) else None)
+        chunk(index, {}, None, choice["finish_reason"])
     if chat.include_usage:
         chunks.append({**head, "choices": [], "usage": full["usage"]})
     return chunks
-
-
-# -- the application ---------------------------------------------------------------------------
-
-
-def _error(status: int, message: str, code: str) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": code, "code": code}}, status_code=status)
-
-
-def _sse(chunks: Sequence[dict[str, Any]]) -> Iterator[bytes]:
-    for chunk in chunks:
-        yield f"data: {json.dumps(chunk)}\n\n".encode()
-    yield b"data: [DONE]\n\n"
-
-
-def build_app(state: Any) -> Starlette:
-    """The ASGI application serving ``state`` (an :class:`~arlkit.policies.serve.OpenAICompatibleServer`:
-    its ``models``, ``model``, ``achat`` and ``achat_stream``; Starlette, run by uvicorn)."""
-
-    async def models(request: StarletteRequest) -> JSONResponse:
-        return JSONResponse(state.models())
-
-    async def model(request: StarletteRequest) -> JSONResponse:
-        wanted = request.path_params["model_id"]
-        if wanted != state.model_name:
-            return _error(404, f"The model {wanted!r} does not exist", "model_not_found")
-        return JSONResponse(state.model())
-
-    async def chat(request: StarletteRequest) -> Response:
-        try:
-            body = parse_body(await _read_body(request))
-            if isinstance(body, dict) and body.get("stream"):
-                chunks = await state.achat_stream(body)
-                return StreamingResponse(_sse(chunks), media_type="text/event-stream")
-            return JSONResponse(await state.achat(body))
-        except BadRequest as exc:
-            return _error(exc.status, str(exc), exc.code)
-
-    async def unknown(request: StarletteRequest, exc: Exception) -> JSONResponse:
-        status = getattr(exc, "status_code", 404)
-        await request.body()  # read what was sent, so a keep-alive connection stays in step
-        what = "no route" if status == 404 else "method not allowed on"
-        return _error(status, f"{what} {request.url.path}", "not_found" if status == 404 else "invalid_request_error")
-
-    routes = []
-    for prefix in ("/v1", ""):
-        routes += [Route(f"{prefix}/models", models), Route(f"{prefix}/models/{{model_id:path}}", model),
-                   Route(f"{prefix}/chat/completions", chat, methods=["POST"])]
-    return Starlette(routes=routes, exception_handlers={404: unknown, 405: unknown})

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from arlkit.budgets import budget_candidates
 from arlkit.config import ConfigError
+from arlkit.extras import install_hint
 
 if TYPE_CHECKING:
     from arlkit.train.budgetmix import AuditReport
@@ -23,7 +24,7 @@ def audit_budgetmix(path: str | Path, *, alpha: float = 0.01) -> AuditReport:
         try:
             from arlkit.integrations.verl_data import audit_data
         except ImportError as exc:
-            raise ConfigError(f"auditing a parquet file needs pyarrow ({exc}); pip install 'arlkit[verl]'") from None
+            raise ConfigError(f"auditing a parquet file needs pyarrow ({exc}): {install_hint('verl')}") from None
         return audit_data(path, alpha=alpha)
     from arlkit.train.budgetmix import audit_run
 

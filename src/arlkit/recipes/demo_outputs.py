@@ -328,7 +328,7 @@ _SEED_COLOURS = {"Full": ("tab:blue", "tab:cyan", "navy", "tab:purple"),
 
 def _plot_pass(path: Path, rows: list[dict[str, Any]], bound: dict[int, float]) -> None:
     """``passkt.png``: the three methods' Pass@(K,T) with the optimum at K = 1."""
-    curves = [{"policy": r["method"], **r, "upper_bound": bound[r["T"]] if r["k"] == 1 else None}
+    curves = [{"policy": r["method"], **r, "expected_optimum": bound[r["T"]] if r["k"] == 1 else None}
               for r in rows if r["method"] in METHODS]  # fmt: skip
     save_figure(fig_passkt(curves, title="Base, Full and BudgetMix on held-out maps", colors=_COLOURS), path)
 

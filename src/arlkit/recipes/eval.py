@@ -34,7 +34,7 @@ from arlkit.metrics.cost import cost_by_policy
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table
 from arlkit.policies import BackendOptions, Policy, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
-from arlkit.rundir import atomic_path, claim_run_dir, holds_run_dir
+from arlkit.rundir import claim_run_dir, holds_run_dir
 from arlkit.rollout.engine import EngineConfig, EngineStats, make_jobs, run_rollouts
 from arlkit.rollout.prompts import PromptConfig, prompt_version
 from arlkit.rollout.records import CONTEXT_LENGTH_EXCEEDED, JsonlWriter, Trajectory, read_trajectories

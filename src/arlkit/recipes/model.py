@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from arlkit.config import ConfigError
+from arlkit.extras import install_hint
 from arlkit.policies.tiny import TINY_SIZES
 from arlkit.rollout.corpus import init_tiny_model
 from arlkit.rundir import disk_full_named
@@ -33,7 +34,7 @@ def serve_model(model_dir: str, name: str | None, host: str, port: int) -> int:
         from arlkit.policies.serve import serve
     except ImportError as exc:
         raise ConfigError(f"arlkit serve needs Starlette and uvicorn ({exc.name} is missing): "
-                          "pip install 'arlkit[serve]'") from None
+                          f"{install_hint('serve')}") from None
 
     def refuse(message: str) -> None:
         raise ConfigError(message)

@@ -12,7 +12,8 @@
 2. **Fine-tuning** on the reply tokens only: each row is the exact prompt plus the target reply; prompt
    and observation tokens are context, the loss is the mean negative log-likelihood of reply tokens.
 3. Writes ``OUT/run.json`` (the run's identity), ``OUT/model`` (a loadable model directory, written
-   atomically), ``OUT/sft.json`` (config and statistics) and ``OUT/metrics.jsonl``; a checkpoint every
+   atomically), ``OUT/sft.json`` (config and statistics), ``OUT/metrics.jsonl`` and TensorBoard events in
+   ``OUT/tb`` (``tensorboard: false`` turns them off); a checkpoint every
    ``checkpoint_every`` steps. Re-running the same command resumes an interrupted run from its last
    checkpoint (the result equals an uninterrupted run's) and returns a finished one as it is; a
    different config on the same ``OUT`` is refused (:mod:`arlkit.rundir`).
@@ -228,7 +229,7 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
     out = Path(out)
     check_sft_config(config)
     identity = {"config": config_to_plain(config), "prompt_version": prompt_version(config.prompt)}
-    claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every", "config.wandb"), allowed=("base_model",))
+    claim = claim_run_dir(out, identity, volatile=("config.checkpoint_every", "config.tensorboard", "config.wandb"), allowed=("base_model",))
     if claim.resumed and (out / "sft.json").is_file() and (out / "model" / "config.json").is_file():
         return _finished(out)  # the same command again: the run is done
     torch.manual_seed(config.seed)
@@ -257,7 +258,8 @@ def run_sft(config: SFTConfig, out: str | Path, *, progress: bool = True) -> SFT
         epoch, losses, first = [list(b) for b in state["epoch"]], list(state["losses"]), int(state["step"])
     plain = config_to_plain(config)  # the whole config, for wandb and sft.json (the identity leaves late defaults out)
     wandb = WandbRun(config.wandb, out, name=out.name, config=plain, job_type="sft") if config.wandb else None
-    log = MetricsLog(out, resume_step=first if found is not None else None, tensorboard=False, wandb=wandb)
+    log = MetricsLog(out, resume_step=first if found is not None else None, tensorboard=config.tensorboard,
+                     wandb=wandb)
     start = time.monotonic()
     with progress_bar(config.steps, first, progress, "sft") as update:
         for step in range(first, config.steps):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arlkit.config import ConfigError, build_config, config_to_plain
+from arlkit.extras import install_hint
 
 if TYPE_CHECKING:
     from arlkit.rollout.prompts import BudgetMode, CounterPosition, Profile
@@ -60,7 +61,7 @@ def write_verl_data(
     given = dict.fromkeys(str(key).split(".")[0] for key in env_options)
     env_args = {k: config_to_plain(getattr(typed, k)) for k in given}
     if importlib.util.find_spec("pyarrow") is None:
-        raise ConfigError("arlkit verl data needs pyarrow; pip install 'arlkit[verl]'")
+        raise ConfigError(f"arlkit verl data needs pyarrow: {install_hint('verl')}")
     from arlkit.integrations.verl_data import build_rows, write_rows
 
     rows = build_rows(env, env_args, budget=budget, groups=groups, split=split, tasks=tasks, seed=seed, prompt=prompt,

@@ -309,7 +309,7 @@ def _pass_tables(group: EvalGroup) -> str:
     rows, budgets, ks = group.rows, group.budgets, group.ks
     cell = {(r["policy"], int(r["T"]), int(r["k"])): r for r in rows}
     frac = {int(r["T"]): num(r.get("T_frac")) for r in rows}
-    bound = {(int(r["T"]), int(r["k"])): num(r.get("upper_bound")) for r in rows if r.get("upper_bound") not in ("", None)}
+    bound = {(int(r["T"]), int(r["k"])): num(r.get("expected_optimum")) for r in rows if r.get("expected_optimum") not in ("", None)}
     out = []
     for k in sorted({ks[0], ks[-1]}):
         header = ["policy"] + [f"T={T} ({100 * frac[T]:.0f}%)" for T in budgets]

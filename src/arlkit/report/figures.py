@@ -292,7 +292,7 @@ def fig_passkt(rows: Sequence[Mapping[str, Any]], *, title: str, colors: Mapping
     (:func:`pass_t_lines`) with its 95% CI band, and the expected optimum dashed where known; left out
     when the rows hold one budget. Bottom: Pass@K at each budget T, one line per policy and the
     expected optimum; left out when there is one k and a Pass@T panel. ``rows``: dicts with
-    ``policy``, ``T``, ``k``, ``pass``, ``ci_low``, ``ci_high`` and optionally ``upper_bound``
+    ``policy``, ``T``, ``k``, ``pass``, ``ci_low``, ``ci_high`` and optionally ``expected_optimum``
     (strings as read from ``passkt.csv`` are accepted); ``colors`` maps policies to colours (tab10
     otherwise).
     """
@@ -301,7 +301,7 @@ def fig_passkt(rows: Sequence[Mapping[str, Any]], *, title: str, colors: Mapping
     ks = sorted({int(r["k"]) for r in rows})
     budgets = sorted({int(r["T"]) for r in rows})
     cell = {(str(r["policy"]), int(r["T"]), int(r["k"])): r for r in rows}
-    bound_at = {(int(r["T"]), int(r["k"])): _value(r, "upper_bound") for r in rows if _value(r, "upper_bound") is not None}
+    bound_at = {(int(r["T"]), int(r["k"])): _value(r, "expected_optimum") for r in rows if _value(r, "expected_optimum") is not None}
     cmap = plt.get_cmap("tab10")
     color = {p: (colors or {}).get(p, cmap(i % 10)) for i, p in enumerate(policies)}
     lines = pass_t_lines(rows)

@@ -45,9 +45,9 @@ def summary_markdown(rows: Sequence[PassRow], *, title: str, notes: Sequence[str
             lines.append(
                 f"| {policy} | " + " | ".join(f"{_pct(v.pass_)} [{_pct(v.ci_low)}, {_pct(v.ci_high)}]" for v in values) + " |"
             )
-        bounds = [cell[(policies[0], T, k)].upper_bound for T in budgets]
+        bounds = [cell[(policies[0], T, k)].expected_optimum for T in budgets]
         if all(b is not None for b in bounds):
-            lines.append("| upper bound | " + " | ".join(_pct(b) for b in bounds if b is not None) + " |")
+            lines.append("| expected optimum | " + " | ".join(_pct(b) for b in bounds if b is not None) + " |")
         headrooms = [cell[(policies[0], T, k)].headroom for T in budgets]
         if k == ks[0] and all(h is not None for h in headrooms):
             lines.append("| budget headroom | " + " | ".join(_pct(h) for h in headrooms if h is not None) + " |")
@@ -65,14 +65,15 @@ def write_eval_report(out: Path, rows: Sequence[PassRow], *, title: str, notes: 
     """``passkt.csv``, ``summary.md`` (``title``, the tables, ``notes`` and the standard notes) and
     ``passkt.png`` of one evaluation run in ``out``."""
     write_passkt_csv(rows, out / "passkt.csv")
-    notes = [
-        *notes,
-        "- upper bound: the best Pass@k any policy can reach, mean over tasks of 1 - (1 - p*)^k with p* the "
-        "optimal success probability within T (the structural bound for deterministic tasks).",
-        "- budget headroom (Pass@1 scale): the budget-aware optimum minus the policy optimal for T_max, within T; "
-        "the ceiling of any gain from budget-aware training (BudgetMix).",
-        "- files: trajectories.jsonl, passkt.csv, passkt.png, run.json",
-    ]
+    notes = list(notes)
+    if any(r.expected_optimum is not None for r in rows):  # environments without an oracle have none
+        notes.append("- expected optimum: the Pass@k the optimal policy reaches in expectation, mean over tasks of "
+                     "1 - (1 - p*)^k with p* the optimal success probability within T; on deterministic tasks a "
+                     "bound no policy passes, on stochastic ones a sampled Pass@k can exceed it.")
+    if any(r.headroom is not None for r in rows):
+        notes.append("- budget headroom (Pass@1 scale): the budget-aware optimum minus the policy optimal for T_max, "
+                     "within T; the ceiling of any gain from budget-aware training (BudgetMix).")
+    notes.append("- files: trajectories.jsonl, passkt.csv, passkt.png, run.json")
     atomic_write_text(out / "summary.md", summary_markdown(rows, title=title, notes=notes))
     if rows:
         plot_passkt(rows, out / "passkt.png", title=title)

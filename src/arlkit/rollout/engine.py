@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from arlkit.envs.capabilities import Closable, close_env, steps_block
+from arlkit.envs.capabilities import Closable, close_env, session_cap, steps_block
 from arlkit.envs.protocol import Env, Task
 from arlkit.policies.protocol import Policy, Reply, Request
 from arlkit.rollout.dispatch import EngineStats, policy_caller
@@ -96,7 +96,8 @@ class EngineConfig:
     """How the engine schedules trajectories (none of it changes results).
 
     Attributes:
-        max_active: most trajectories alive at once (bounds memory, e.g. KV caches).
+        max_active: most trajectories alive at once (bounds memory, e.g. KV caches); an
+            environment's ``max_sessions`` (a server's session limit) caps it further.
         max_concurrency: most policy requests in flight (for a batched policy: the largest batch).
         env_workers: most environment steps in flight, for environments with ``blocking_steps``
             (``None``: :func:`default_env_workers`).
@@ -201,9 +202,11 @@ async def arun_starts(
             finally:
                 stats.env_steps_in_flight -= 1
 
+    built: dict[int, Env] = {}  # the first start's environment, built early to read its session cap
+
     async def play(index: int) -> LiveTrajectory:
         start = starts[index]
-        env = start.make_env()
+        env = built.pop(index) if index in built else start.make_env()
         blocking = steps_block(env)
         try:
             live = await on_env(blocking, start.begin, env)
@@ -233,13 +236,20 @@ async def arun_starts(
         finally:
             caller.leave()
 
-    tasks = [asyncio.ensure_future(worker()) for _ in range(min(engine.max_active, len(starts)))]
+    tasks: list[asyncio.Future[None]] = []
     try:
+        active = min(engine.max_active, len(starts))
+        if starts:  # every trajectory holds one environment: at most max_sessions of them alive at once
+            built[0] = starts[0].make_env()
+            active = min(active, session_cap(built[0]) or active)
+        tasks = [asyncio.ensure_future(worker()) for _ in range(active)]
         await asyncio.gather(*tasks)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for env in built.values():  # built but never played (the run failed first)
+            close_env(env)
         caller.close()
         for executor in pool:
             executor.shutdown(wait=True, cancel_futures=True)

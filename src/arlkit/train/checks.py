@@ -13,6 +13,7 @@ from typing import Any
 
 from arlkit.algos import ADV_ESTIMATORS, AlgoConfig
 from arlkit.config import ConfigError, check_model_dir
+from arlkit.extras import install_hint
 from arlkit.train.config import SFTConfig, TrainConfig
 
 __all__ = ["ResolvedTrain", "check_model_spec", "check_sft_config", "check_train_config"]
@@ -120,5 +121,5 @@ def check_train_config(config: TrainConfig) -> ResolvedTrain:
         try:
             import peft  # noqa: F401
         except ImportError:
-            raise ConfigError("lora.enabled: LoRA needs the peft package (pip install 'arlkit[lora]')") from None
+            raise ConfigError(f"lora.enabled: LoRA needs the peft package: {install_hint('lora')}") from None
     return ResolvedTrain(algo, t_max, budgets)

@@ -70,7 +70,7 @@ class OptimConfig:
 
 @dataclass(frozen=True)
 class LoRAConfig:
-    """Low-rank adapters through ``peft`` (``pip install arlkit[lora]``)."""
+    """Low-rank adapters through ``peft`` (the ``lora`` extra)."""
 
     enabled: bool = False
     """Train LoRA adapters instead of all weights; the reference policy is then the base weights."""
@@ -306,6 +306,8 @@ class SFTConfig:
     """Seed of the demonstrations and the row order."""
     checkpoint_every: int = 50
     """Write a checkpoint every this many steps (a re-run resumes from the last one); does not change results."""
+    tensorboard: bool = True
+    """Also write TensorBoard event files (``tb/``: ``sft/loss``, ``sft/grad_norm``, ``sft/lr``)."""
     wandb: str = ""
     """Also log to this Weights & Biases project (empty: off; the ``wandb`` extra)."""
 

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from arlkit.extras import install_hint
 from arlkit.rundir import atomic_write_jsonl, read_complete_jsonl
 
 __all__ = ["MetricsLog", "TBWriter", "WandbRun", "progress_bar", "read_metrics", "read_tb_scalars"]
@@ -58,7 +59,7 @@ class WandbRun:
         try:
             import wandb
         except ImportError:
-            raise ConfigError("wandb: logging to W&B needs the wandb package; pip install 'arlkit[wandb]'") from None
+            raise ConfigError(f"wandb: logging to W&B needs the wandb package: {install_hint('wandb')}") from None
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         id_file = run_dir / "wandb_id.txt"

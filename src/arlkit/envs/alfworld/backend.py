@@ -36,11 +36,12 @@ from typing import Any
 
 from arlkit.config import ConfigError
 from arlkit.envs.alfworld import planner
+from arlkit.extras import install_hint
 
 __all__ = ["ALFWORLD_PIN", "INSTALL_HINT", "Backend", "BackendPool", "GameView", "POOL", "modules"]
 
 ALFWORLD_PIN = "alfworld==0.4.2"
-INSTALL_HINT = f"pip install 'arlkit[alfworld]' (or `make install-extras`; {ALFWORLD_PIN} builds fast-downward with cmake and g++)"
+INSTALL_HINT = f"{install_hint('alfworld', make_target='install-extras')} ({ALFWORLD_PIN} builds fast-downward with cmake and g++)"
 _ENGINE_LOCK = threading.Lock()
 _MODULES: dict[str, Any] = {}
 

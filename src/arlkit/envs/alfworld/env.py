@@ -339,7 +339,7 @@ class AlfworldEnv:
             return []
         return [f"- **oracle unavailable for {len(found)} alfworld game(s)**: the planner gave no answer within its "
                 "limits (`planner_timeout_s`, `planner_memory_mb`) in some state, where the oracle knows no action (an "
-                "oracle policy's trajectory there ends with a policy error); at a game's start, its upper bound is "
+                "oracle policy's trajectory there ends with a policy error); at a game's start, its expected optimum is "
                 "unknown (nan)",
                 *(f"  - `{name}`: {why}" for name, why in found)]  # fmt: skip
 

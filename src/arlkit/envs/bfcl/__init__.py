@@ -1,6 +1,6 @@
 """BFCL v3 multi-turn function calling through ``bfcl-eval``'s own classes, data and checker
 (docs/benchmarks.md). Importing this package registers the ``bfcl`` environment; bfcl-eval itself
-is imported only when an entry is loaded (``pip install arlkit[bfcl]``, the light way in
+is imported only when an entry is loaded (the ``bfcl`` extra, the light way in
 :data:`~arlkit.envs.bfcl.backend.INSTALL_HINT`).
 """
 

@@ -6,7 +6,8 @@ as integers), a ``parse`` (action text -> action), both given as ``module:functi
 reset seed: the test split is seeds ``0..``, the train split seeds ``1_000_000_000..``, so the
 splits never share a seed.
 
-The rules (docs/integrations.md, "Gymnasium environments in arlkit"):
+The rules (docs/integrations.md, "Gymnasium environments in arlkit"; those that are not about
+Gymnasium's spaces live in :class:`arlkit.envs.bridge.SeededBridge`, which the hub bridges share):
 
 - Success needs ``terminated`` without ``truncated``; on such a step the environment's own
   ``info["success"]`` (or ``info["is_success"]``) decides when it reports one, else a reward above
@@ -29,49 +30,23 @@ There is no oracle unless the environment brings one.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import logging
-import threading
-import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from arlkit.envs.parsing import parse_tagged_action, valid_utf8
-from arlkit.envs.protocol import ParsedAction, PromptText, StepResult, Task
+from arlkit.config import ConfigError
+from arlkit.envs.bridge import (ACTION_TEXTS, TRAIN_SEED_OFFSET, TRUNCATED_NOTE, SeededBridge, close_foreign, one_line,
+                                warn_once)
+from arlkit.envs.protocol import PromptText
 from arlkit.envs.registry import register_env
+from arlkit.extras import install_hint
 
 __all__ = ["DiscreteGymnasiumEnv", "GymnasiumConfig", "GymnasiumEnv", "TRAIN_SEED_OFFSET", "TRUNCATED_NOTE",
            "from_gymnasium"]
 
-TRAIN_SEED_OFFSET = 1_000_000_000
 DEFAULT_T_MAX = 50
-TRUNCATED_NOTE = "(The environment truncated the episode: no success.)"
-"""The line a truncated step's observation ends with."""
-
-ACTION_TEXTS = ("action", "reply")
 TEXT_CHECKS = ("length", "full", "none")
-
-logger = logging.getLogger(__name__)
-_warned: set[tuple[str, ...]] = set()
-_warned_lock = threading.Lock()
-
-
-def _warn_once(key: tuple[str, ...], message: str) -> None:
-    """Log ``message`` the first time ``key`` comes up in this process (environments are built
-    once per trajectory: a warning per trajectory would drown the progress line)."""
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    logger.warning(message)
-
-
-def _one_line(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split())
-    text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -128,7 +103,7 @@ def _load(path: str, what: str) -> Callable[[Any], Any]:
     try:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"{what}={path}: {_one_line(exc)}") from exc
+        raise ValueError(f"{what}={path}: {one_line(exc)}") from exc
     if not callable(fn):
         raise ValueError(f"{what}={path}: not a function")
     return fn
@@ -138,7 +113,7 @@ def _gymnasium() -> Any:
     try:
         import gymnasium
     except ImportError as exc:
-        raise ImportError("the gymnasium adapter needs Gymnasium: pip install 'arlkit[gym]'") from exc
+        raise ConfigError(f"the gymnasium adapter needs Gymnasium: {install_hint('gym')}") from exc
     from arlkit.envs.gymnasium import guess_number  # noqa: F401 - registers arlkit/guess-number-v0
 
     return gymnasium
@@ -152,19 +127,13 @@ def _make_gym(config: GymnasiumConfig) -> Any:
     try:
         return gymnasium.make(config.id, **kwargs)
     except Exception as exc:  # noqa: BLE001 - foreign code: one line, never a traceback
-        raise ValueError(f"cannot make the Gymnasium environment {config.id!r}: {_one_line(exc)} (give a "
+        raise ValueError(f"cannot make the Gymnasium environment {config.id!r}: {one_line(exc)} (give a "
                          "registered id, or module:Name-v0 to import module first)") from exc
 
 
-def _close_quietly(env: Any, env_id: str) -> None:
-    try:
-        env.close()
-    except Exception as exc:  # noqa: BLE001 - closing must not sink the rollout
-        _warn_once(("close", env_id, type(exc).__name__), f"{env_id}: close() raised {_one_line(exc)}")
-
-
-class GymnasiumEnv:
-    """A Gymnasium environment behind arlkit's protocol.
+class GymnasiumEnv(SeededBridge):
+    """A Gymnasium environment behind arlkit's protocol (the shared rules:
+    :class:`~arlkit.envs.bridge.SeededBridge`).
 
     ``env`` is a Gymnasium environment to wrap instead of making ``config.id``; ``close()`` closes
     it as well. Reset after ``close()`` makes a fresh environment from the id (or, for a given
@@ -175,26 +144,17 @@ class GymnasiumEnv:
     def __init__(self, config: GymnasiumConfig, env: Any | None = None, *, _owned: bool | None = None) -> None:
         self._spaces = _gymnasium().spaces
         self.config = config
-        self._owned = env is None if _owned is None else _owned  # made here: closed on failure, remade after close
-        self._env = _make_gym(config) if env is None else env
-        self._closer = weakref.finalize(self, _close_quietly, self._env, config.id)
+        owned = env is None if _owned is None else _owned
+        super().__init__(config.id, _make_gym(config) if env is None else env, owned=owned, n_tasks=config.n_tasks,
+                         action_text=config.action_text, success_threshold=config.success_threshold)
         try:
             self._check_spaces()
             self.t_max = self._read_t_max()
             self._render_fn = _load(config.render, "render") if config.render else str
             self._parse_fn = _load(config.parse, "parse") if config.parse else None
         except BaseException:
-            if self._owned:
-                self.close()
-            else:
-                self._closer.detach()  # the caller's environment: theirs to close
+            self._abandon()
             raise
-        self._observation = ""
-        self._done = False
-        self._over = "The episode is over."
-        self._budget: int | None = None
-        self._task: Task | None = None
-        self._actions: list[str] = []  # the valid action texts since reset: the state, replayed by restore
 
     def _check_spaces(self) -> None:
         spaces, config = self._spaces, self.config
@@ -211,46 +171,19 @@ class GymnasiumEnv:
         spec_steps = getattr(getattr(self._env, "spec", None), "max_episode_steps", None)
         if self.config.t_max:
             if spec_steps and spec_steps < self.config.t_max:
-                _warn_once(("t_max", self.config.id), f"{self.config.id}: the environment truncates at "
+                warn_once(("t_max", self.config.id), f"{self.config.id}: the environment truncates at "
                            f"max_episode_steps={spec_steps}, before t_max={self.config.t_max}")
             return self.config.t_max
         if spec_steps:
             return int(spec_steps)
-        _warn_once(("t_max", self.config.id), f"{self.config.id}: no t_max given and its spec has no "
+        warn_once(("t_max", self.config.id), f"{self.config.id}: no t_max given and its spec has no "
                    f"max_episode_steps; T_max is {DEFAULT_T_MAX} (give --env-arg t_max=N)")
         return DEFAULT_T_MAX
 
-    # -- lifetime -----------------------------------------------------------------------------
+    # -- the bridge's hooks ----------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Close the wrapped environment (once: later calls do nothing)."""
-        self._closer()
-
-    @property
-    def closed(self) -> bool:
-        return not self._closer.alive
-
-    def _reopen(self) -> None:
-        if self._owned:
-            self._env = _make_gym(self.config)
-        self._closer = weakref.finalize(self, _close_quietly, self._env, self.config.id)
-
-    # -- the protocol ---------------------------------------------------------------------------
-
-    def tasks(self, split: str, n: int) -> list[Task]:
-        if split not in ("train", "test"):
-            raise ValueError(f"unknown split {split!r}; valid choices: train, test")
-        if n < 0 or n > self.config.n_tasks:
-            raise ValueError(f"only {self.config.n_tasks} {split} tasks exist (asked for {n})")
-        offset = TRAIN_SEED_OFFSET if split == "train" else 0
-        return [Task(f"{self.config.id}#seed{offset + i}", {"seed": offset + i}) for i in range(n)]
-
-    def set_budget(self, budget: int | None) -> None:
-        """The turn budget the next trajectory's prompts announce (``None``: none announced);
-        the next ``reset`` passes it to the wrapped environment."""
-        if budget is not None and budget < 1:
-            raise ValueError(f"a budget must be >= 1 turn, got {budget}")
-        self._budget = budget
+    def _make(self) -> Any:
+        return _make_gym(self.config)
 
     def reset_options(self) -> dict[str, int] | None:
         """What ``reset`` passes as the wrapped environment's ``options``: the announced budget,
@@ -259,41 +192,25 @@ class GymnasiumEnv:
             return None
         return {"budget": self._budget, "remaining": self._budget, "t_max": self.t_max}
 
-    def reset(self, task: Task, seed: int) -> str:
-        self._task, self._done, self._actions, self._over = task, False, [], "The episode is over."
-        try:
-            if self.closed:
-                self._reopen()
-            options = self.reset_options()
-            kwargs: dict[str, Any] = {"seed": int(task.payload["seed"])}
-            if options is not None:
-                kwargs["options"] = options
-            observation, _ = self._env.reset(**kwargs)
-            self._observation = self._render(observation)
-        except Exception as exc:  # noqa: BLE001 - foreign code: an error observation, never a traceback
-            _warn_once(("reset", self.config.id, type(exc).__name__),
-                       f"{self.config.id}: reset raised {_one_line(exc)}; such trajectories fail")
-            self._done = True
-            self._observation = self._over = f"The environment could not start: {_one_line(exc)}"
-        return self._observation
+    def _start(self, seed: int) -> str:
+        options = self.reset_options()
+        kwargs: dict[str, Any] = {"seed": seed}
+        if options is not None:
+            kwargs["options"] = options
+        observation, _ = self._env.reset(**kwargs)
+        return self._render(observation)
+
+    def _advance(self, value: Any) -> tuple[str, float, bool, bool, Any]:
+        observation, reward, terminated, truncated, info = self._env.step(value)
+        return self._render(observation), reward, terminated, truncated, info
 
     def _render(self, observation: Any) -> str:
         try:
             return str(self._render_fn(observation))
         except Exception as exc:  # noqa: BLE001 - user code
-            _warn_once(("render", self.config.id, type(exc).__name__),
-                       f"{self.config.id}: render raised {_one_line(exc)}")
-            return f"(The observation could not be rendered: {_one_line(exc)})"
-
-    def parse_action(self, reply: str) -> ParsedAction:
-        if self.config.action_text == "action":
-            return parse_tagged_action(reply)
-        if not isinstance(reply, str):
-            return ParsedAction(None, "the reply is not text")
-        text = valid_utf8(reply)[0]
-        if not text.strip():
-            return ParsedAction(None, "the reply is empty")
-        return ParsedAction(text, None, parse_tagged_action(reply).strict_format)
+            warn_once(("render", self.config.id, type(exc).__name__),
+                       f"{self.config.id}: render raised {one_line(exc)}")
+            return f"(The observation could not be rendered: {one_line(exc)})"
 
     def _convert(self, text: str) -> tuple[Any, str | None]:
         space = self._env.action_space
@@ -316,68 +233,18 @@ class GymnasiumEnv:
         if mode == "none" or space.contains(text):
             return text, None
         if not space.min_length <= len(text) <= space.max_length:
-            _warn_once(("length", env_id), f"{env_id}: the action space {space} refuses an action of {len(text)} "
+            warn_once(("length", env_id), f"{env_id}: the action space {space} refuses an action of {len(text)} "
                        "characters; such actions are invalid (text_check=none passes them)")
             return None, f"write {space.min_length} to {space.max_length} characters"
         outside = sorted({c for c in text if c not in space.character_set})
         shown = " ".join(repr(c) for c in outside[:12]) + (" ..." if len(outside) > 12 else "")
         if mode == "full":
-            _warn_once(("charset", env_id), f"{env_id}: the action space {space} rejects the characters {shown} in "
+            warn_once(("charset", env_id), f"{env_id}: the action space {space} rejects the characters {shown} in "
                        "the model's actions; such actions are invalid (text_check=length passes them)")
             return None, f"these characters are not allowed: {shown}"
-        _warn_once(("charset", env_id), f"{env_id}: the action space {space} rejects the characters {shown} in "
+        warn_once(("charset", env_id), f"{env_id}: the action space {space} rejects the characters {shown} in "
                    "the model's actions; they reach the environment anyway (text_check=full refuses them)")
         return text, None
-
-    def step(self, action: str) -> StepResult:
-        if self._task is None:
-            raise RuntimeError("call reset(task, seed) first")
-        if self._done:
-            return StepResult(self._over, 0.0, True, False, False)
-        value, error = self._convert(action if isinstance(action, str) else "")
-        if error is not None:
-            return StepResult(f"Invalid action: {error}.\n{self._observation}", 0.0, False, False, False)
-        try:
-            observation, reward, terminated, truncated, info = self._env.step(value)
-            reward = float(reward)
-        except Exception as exc:  # noqa: BLE001 - foreign code: an invalid step, never a traceback
-            _warn_once(("step", self.config.id, type(exc).__name__), f"{self.config.id}: step raised "
-                       f"{_one_line(exc)}; the turn counts as an invalid action")
-            return StepResult(f"Invalid action: the environment raised {_one_line(exc)}.\n{self._observation}",
-                              0.0, False, False, False)
-        self._actions.append(action)
-        self._observation = self._render(observation)
-        terminated, truncated = bool(terminated), bool(truncated)
-        self._done = terminated or truncated
-        success = terminated and not truncated and self._solved(reward, info)
-        if truncated:
-            return StepResult(f"{self._observation}\n{TRUNCATED_NOTE}", reward, True, False, True)
-        return StepResult(self._observation, reward, self._done, success, True)
-
-    def _solved(self, reward: float, info: Any) -> bool:
-        flag = info.get("success", info.get("is_success")) if isinstance(info, Mapping) else None
-        return bool(flag) if flag is not None else reward > self.config.success_threshold
-
-    def render(self) -> str:
-        return self._observation or "No task: call reset first."
-
-    # A Gymnasium environment reset with a seed is deterministic given its actions, so the state is
-    # the task and the actions taken: the key hashes them, and restore replays them.
-    def state_key(self) -> str:
-        digest = hashlib.sha256("\0".join(self._actions).encode("utf-8", "replace")).hexdigest()[:16]
-        return f"{self._task.task_id if self._task else '-'}@{digest if self._actions else 'start'}"
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"task": self._task, "actions": list(self._actions)}
-
-    def restore(self, snapshot: dict[str, Any]) -> None:
-        task = snapshot["task"]
-        if task is None:
-            self._task, self._actions, self._observation, self._done = None, [], "", False
-            return
-        self.reset(task, 0)
-        for action in snapshot["actions"]:
-            self.step(action)
 
     def prompt_text(self) -> PromptText:
         space = self._env.action_space
@@ -409,8 +276,8 @@ def _build(config: GymnasiumConfig, env: Any | None = None) -> GymnasiumEnv:
         discrete = not config.parse and isinstance(wrapped.action_space, spaces.Discrete)
     except Exception as exc:  # noqa: BLE001 - foreign code
         if owned:
-            _close_quietly(wrapped, config.id)
-        raise ValueError(f"{config.id}: the action space cannot be read: {_one_line(exc)}") from exc
+            close_foreign(wrapped, config.id)
+        raise ValueError(f"{config.id}: the action space cannot be read: {one_line(exc)}") from exc
     return (DiscreteGymnasiumEnv if discrete else GymnasiumEnv)(config, wrapped, _owned=owned)
 
 

@@ -32,6 +32,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from arlkit.extras import install_hint
 from arlkit.sandbox.deadline import CallFailed, DeadlinePool
 
 __all__ = ["FAMILIES", "GENERATORS", "LEVELS", "SCORE_TIMEOUT_S", "SHIPPED_FILE", "MathProblem", "generated_problems",
@@ -86,9 +87,9 @@ class MathProblem:
 
 
 _NEEDS = {
-    "reasoning_gym": "the math-tir environment's generated problems need reasoning-gym: pip install 'arlkit[math]'",
+    "reasoning_gym": f"the math-tir environment's generated problems need reasoning-gym: {install_hint('math')}",
     "math_verify": "the math-tir environment's shipped problems are scored with math-verify: "
-                   "pip install 'arlkit[math]'",
+                   f"{install_hint('math')}",
 }
 
 

@@ -11,7 +11,7 @@ Episode semantics:
   ``max_sql_chars``, is an **invalid** action: the observation says why and the state is unchanged.
 - ``submit`` ends the episode and scores the result of the last query; ``submit <SQL>`` runs one
   more query and submits its result in the same turn. So one turn always suffices (the structural
-  bound of docs/metrics.md#upper-bound, is 100% for every T >= 1) and the oracle's single action is
+  bound of docs/metrics.md#expected-optimum, is 100% for every T >= 1) and the oracle's single action is
   ``submit <gold query>``. The step that submits carries the reward
   (:func:`~arlkit.envs.sql.reward.sql_reward`: multiset IoU times Kendall tau when the gold query
   sorts its result); success means reward 1. An episode that runs out of budget without a

@@ -24,7 +24,7 @@ Oracle (docs/algorithms.md#oracles): the reference path. On it (every command so
 reference solution's next one), the next reference command, or ``submit`` after the last; the
 shortest solution length is the commands left plus one; off the path it is unknown (``None``,
 success probability 0 as a lower bound). The reference's length plus one is the structural bound
-of docs/metrics.md#upper-bound.
+of docs/metrics.md#expected-optimum.
 """
 
 from __future__ import annotations

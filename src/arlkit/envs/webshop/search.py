@@ -16,6 +16,7 @@ from typing import Any
 
 from arlkit.config import ConfigError
 from arlkit.envs.webshop.catalog import Product
+from arlkit.extras import install_hint
 
 __all__ = ["INSTALL_HINT", "SEARCH_RETURN_N", "SearchIndex", "normalize_query", "require_extra"]
 
@@ -24,7 +25,7 @@ SEARCH_RETURN_N = 50
 _MAX_CACHED = 8192
 
 
-INSTALL_HINT = "pip install 'arlkit[webshop]' (or `make install`)"
+INSTALL_HINT = install_hint("webshop", make_target="install")
 _PACKAGES = ("bm25s", "snowballstemmer")
 
 

@@ -16,9 +16,9 @@ from typing import Any
 import gymnasium
 from gymnasium import spaces
 
-from arlkit.envs import list_envs, make
-from arlkit.envs.protocol import ParsedAction, StepResult, Task
-from arlkit.rollout.prompts import system_prompt
+from arlkit.envs import list_envs
+from arlkit.envs.protocol import Task
+from arlkit.integrations.episode import ArlkitEpisode
 
 __all__ = ["AnyText", "ArlkitGymEnv", "register_envs", "to_gymnasium"]
 
@@ -55,68 +55,23 @@ class ArlkitGymEnv(gymnasium.Env):
     def __init__(self, env_name: str = "frozenlake", *, split: str = "test", n_tasks: int | None = None,
                  budget: int | None = None, parse_replies: bool = False, render_mode: str | None = None,
                  **config: Any) -> None:
-        self.env = make(env_name, **config)
-        self.env_name, self.split, self.parse_replies, self.render_mode = env_name, split, parse_replies, render_mode
-        self.budget = int(budget or self.env.t_max)
-        self._n_tasks = n_tasks
-        self._pool: list[Task] | None = None
+        self.episode = ArlkitEpisode(env_name, split=split, n_tasks=n_tasks, budget=budget,
+                                     parse_replies=parse_replies, **config)
+        self.env, self.env_name, self.split = self.episode.env, env_name, split
+        self.parse_replies, self.render_mode, self.budget = parse_replies, render_mode, self.episode.budget
         self.observation_space = AnyText(max_length=1 << 20)
         self.action_space = AnyText(max_length=4096)
-        self._turns = 0
 
     def tasks(self) -> list[Task]:
         """The tasks ``reset`` draws from."""
-        if self._pool is None:
-            sizes = [self._n_tasks] if self._n_tasks else [100, 50, 20, 10, 5, 2, 1]
-            for size in sizes:
-                try:
-                    self._pool = self.env.tasks(self.split, size)
-                    break
-                except ValueError:
-                    if self._n_tasks:
-                        raise
-            if not self._pool:
-                raise ValueError(f"{self.env_name} has no {self.split} tasks")
-        return self._pool
-
-    def _task(self, choice: Any) -> Task:
-        if isinstance(choice, Task):
-            return choice
-        pool = self.tasks()
-        if isinstance(choice, int):
-            return pool[choice]
-        found = next((t for t in pool if t.task_id == choice), None)
-        if found is None:
-            raise ValueError(f"unknown task {choice!r}: give a Task, an index below {len(pool)} or a task id of the pool")
-        return found
+        return self.episode.tasks()
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        options = options or {}
-        if "task" in options:
-            task = self._task(options["task"])
-        else:
-            task = self.tasks()[int(self.np_random.integers(len(self.tasks())))]
-        observation = self.env.reset(task, int(self.np_random.integers(2**31 - 1)))
-        self._turns = 0
-        text = self.env.prompt_text()
-        prompt = system_prompt(self.env_name, text.instruction, text.action_format, budget=self.budget, completed=0,
-                               budget_mode="announced")
-        info = {"task_id": task.task_id, "instruction": text.instruction, "action_format": text.action_format,
-                "system_prompt": prompt, "budget": self.budget}
-        return observation, info
+        return self.episode.reset(task=(options or {}).get("task"), rng=self.np_random)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        text = action if isinstance(action, str) else str(action)
-        parsed = self.env.parse_action(text) if self.parse_replies else ParsedAction(text.strip() or None, "empty action")
-        if parsed.action is None:
-            result = StepResult(f"Invalid action: {parsed.error}.\n{self.env.render()}", 0.0, False, False, False)
-        else:
-            result = self.env.step(parsed.action)
-        self._turns += 1
-        truncated = not result.done and self._turns >= self.budget
-        info = {"step_result": result, "valid": result.valid, "success": result.success, "turn": self._turns}
-        return result.observation, float(result.reward), bool(result.done), truncated, info
+        return self.episode.step(action)
 
     def render(self) -> str | None:
         return self.env.render() if self.render_mode == "ansi" else None
