@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arlkit.envs.capabilities import call_failed, can_inject_errors, has_snapshots, has_step_quality, inject_error
-from arlkit.analysis.sampling import continue_from, execute_reply, sample_actions
+from arlkit.analysis.sampling import continue_from, execute_reply, sample_actions, unusable_note
 from arlkit.analysis.states import StatePoint, candidate_turns, extend_point, points_at, replay_states, restore_point
 from arlkit.analysis.steps import QualityComparison, StateRow, compare_qualities, quality_rows
 from arlkit.envs import Env, Task
@@ -345,6 +345,7 @@ def error_states_analysis(
             b = sample_actions(base_policy, make_env, points, config.actions, tag="errors:base", **kw)  # type: ignore[arg-type]
             r = sample_actions(rl_policy, make_env, points, config.actions, tag="errors:rl", **kw)  # type: ignore[arg-type]
             rows = quality_rows(points, [s.source for s in states], b, r)
+            notes += [n for n in (unusable_note("base", b), unusable_note("rl", r)) if n]
             comparison = compare_qualities([x.base_quality for x in rows], [x.rl_quality for x in rows], task_ids,
                                            resamples=config.bootstrap, seed=config.seed)  # fmt: skip
         else:

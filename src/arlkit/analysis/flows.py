@@ -1,7 +1,8 @@
 """Action-transition flows and loop metrics (ARLArena App. F), from trajectory records alone.
 
 **Flows.** Each turn's action gets a short *label* (FrozenLake: the move; SQL or code: the first
-keyword; tool calls: the function name; an unusable reply: ``(invalid)``). Per step t the label
+keyword; tool calls: the function name; an unusable reply: ``(invalid)``, or ``(cut off)`` when the
+token cap cut it, ``finish_reason`` ``"length"``). Per step t the label
 frequencies, and per consecutive steps the label transitions, are counted separately for successful
 and failed trajectories; :mod:`arlkit.analysis.sankey` draws them as a Sankey diagram.
 
@@ -27,9 +28,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arlkit.metrics.finish import is_cut_off
 from arlkit.rollout.records import Trajectory, TurnRecord
 
 __all__ = [
+    "CUT_OFF_LABEL",
     "INVALID_LABEL",
     "FlowCounts",
     "LoopStats",
@@ -41,14 +44,16 @@ __all__ = [
 ]
 
 INVALID_LABEL = "(invalid)"
+CUT_OFF_LABEL = "(cut off)"
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 def action_label(turn: TurnRecord, max_len: int = 24) -> str:
-    """A short label of a turn's action: ``(invalid)`` for unusable replies, else the action's
-    first word or identifier (lower-cased), cut to ``max_len`` characters."""
+    """A short label of a turn's action: ``(cut off)`` for unusable replies the token cap cut,
+    ``(invalid)`` for other unusable replies, else the action's first word or identifier
+    (lower-cased), cut to ``max_len`` characters."""
     if turn.action is None or not turn.valid:
-        return INVALID_LABEL
+        return CUT_OFF_LABEL if is_cut_off(turn) else INVALID_LABEL
     text = turn.action.strip()
     match = _WORD.search(text)
     label = (match.group(0) if match else text.split()[0] if text.split() else "?").lower()
@@ -56,7 +61,8 @@ def action_label(turn: TurnRecord, max_len: int = 24) -> str:
 
 
 def _action_key(turn: TurnRecord) -> str:
-    """The exact action (normalised) used by the repeat and oscillation detectors."""
+    """The exact action (normalised) used by the repeat and oscillation detectors (every unusable
+    reply, cut off or malformed, is one key)."""
     if turn.action is None or not turn.valid:
         return INVALID_LABEL
     return " ".join(turn.action.split()).casefold()

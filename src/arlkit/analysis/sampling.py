@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from arlkit.envs.capabilities import action_quality, require_snapshots
 from arlkit.analysis.states import StatePoint, point_request, restore_point
 from arlkit.envs import Env, StepResult
+from arlkit.metrics.finish import CUT_OFF
 from arlkit.policies.protocol import Policy, Reply, Request
 from arlkit.rollout.engine import EngineConfig, Start, answer, run_starts
 from arlkit.rollout.prompts import PromptConfig
@@ -22,7 +23,9 @@ from arlkit.rollout.records import Trajectory, TurnRecord
 from arlkit.rollout.seeds import derive_seed
 from arlkit.rollout.turns import LiveTrajectory
 
-__all__ = ["ActionSample", "Continuation", "continue_from", "execute_reply", "generate_batched", "sample_actions"]
+__all__ = [
+    "ActionSample", "Continuation", "continue_from", "execute_reply", "generate_batched", "sample_actions", "unusable_note",
+]
 
 
 @dataclass(frozen=True)
@@ -35,12 +38,27 @@ class ActionSample:
         quality: its quality (see :func:`~arlkit.envs.capabilities.action_quality`); NaN when
             the backend failed or quality was not asked for.
         error: the backend error, if any.
+        cut_off: the token cap cut the reply (``finish_reason`` ``"length"``): a reply without an
+            action is then counted as cut off, not as malformed (:func:`unusable_note`).
     """
 
     reply: str
     action: str | None
     quality: float
     error: str | None = None
+    cut_off: bool = False
+
+
+def unusable_note(who: str, samples: Sequence[Sequence[ActionSample]]) -> str | None:
+    """A note on ``who``'s replies without a usable action: how many the token cap cut off and how
+    many were malformed; ``None`` when none was cut off (the count of unusable replies is in the rows)."""
+    flat = [s for row in samples for s in row if s.error is None]
+    unusable = [s for s in flat if s.action is None]
+    cut = sum(s.cut_off for s in unusable)
+    if not cut:
+        return None
+    return (f"{who}: {len(unusable)} of {len(flat)} replies without a usable action: {cut} cut off at the token cap "
+            f"(max_new_tokens), {len(unusable) - cut} malformed")
 
 
 def generate_batched(policy: Policy, requests: Sequence[Request], batch_size: int) -> list[Reply]:
@@ -84,7 +102,7 @@ def sample_actions(
                 continue
             action = env.parse_action(reply.text).action
             quality = action_quality(env, action, point.remaining) if score else math.nan
-            row.append(ActionSample(reply.text, action, quality))
+            row.append(ActionSample(reply.text, action, quality, cut_off=reply.finish_reason == CUT_OFF))
         out.append(row)
     return out
 

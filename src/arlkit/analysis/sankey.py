@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arlkit.analysis.flows import INVALID_LABEL, FlowCounts
+from arlkit.analysis.flows import CUT_OFF_LABEL, INVALID_LABEL, FlowCounts
 
 __all__ = ["OUTCOME_COLORS", "SankeyLayout", "SankeyLink", "SankeyNode", "label_colors", "sankey_layout", "sankey_svg"]
 
@@ -79,12 +79,14 @@ class SankeyLayout:
 
 
 def label_colors(labels: Sequence[str]) -> dict[str, str]:
-    """A colour per label, assigned in alphabetical order (grey for ``(invalid)``), so the same
-    labels get the same colours in every diagram."""
+    """A colour per label, assigned in alphabetical order (greys for ``(invalid)`` and ``(cut off)``),
+    so the same labels get the same colours in every diagram."""
     out, k = {}, 0
     for label in sorted(set(labels)):
         if label == INVALID_LABEL:
             out[label] = "#9a9a9a"
+        elif label == CUT_OFF_LABEL:
+            out[label] = "#c8c8c8"
         else:
             out[label] = _PALETTE[k % len(_PALETTE)]
             k += 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arlkit.envs.capabilities import MissingCapability, has_step_quality, require_snapshots
-from arlkit.analysis.sampling import ActionSample, sample_actions
+from arlkit.analysis.sampling import ActionSample, sample_actions, unusable_note
 from arlkit.analysis.states import StatePoint, equal_pool
 from arlkit.envs import Env, Task
 from arlkit.metrics.bootstrap import Estimate, bootstrap_mean
@@ -77,7 +77,8 @@ class StateRow:
         state_key: the environment's state key.
         base_quality: mean quality of the base policy's actions (NaN when all failed).
         rl_quality: mean quality of the RL policy's actions.
-        base_invalid: share of the base policy's replies without a usable action.
+        base_invalid: share of the base policy's replies without a usable action (cut off at the
+            token cap or malformed; the result's notes say how many were cut off).
         rl_invalid: share of the RL policy's replies without a usable action.
     """
 
@@ -244,6 +245,7 @@ def matched_states(
     base_samples = sample_actions(base_policy, make_env, points, config.actions, tag="steps:base", **kwargs)  # type: ignore[arg-type]
     rl_samples = sample_actions(rl_policy, make_env, points, config.actions, tag="steps:rl", **kwargs)  # type: ignore[arg-type]
     rows = quality_rows(points, sources, base_samples, rl_samples)
+    notes += [n for n in (unusable_note("base", base_samples), unusable_note("rl", rl_samples)) if n]
     dropped = sum(1 for r in rows if math.isnan(r.base_quality) or math.isnan(r.rl_quality))
     if dropped:
         notes.append(f"{dropped} state(s) left out: every reply of one policy was a backend error")

@@ -86,7 +86,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_errors)
 
     p = sub.add_parser("likelihood", help="ActionNLL, cumulative LLR, length-matched pairs (RT §4.1; docs/metrics.md)")
-    p.add_argument("--base", required=True, metavar="MODEL", help="base scoring model: hf:PATH (a bare PATH means hf:PATH)")
+    p.add_argument("--base", required=True, metavar="MODEL", help="base scoring model: hf:PATH (a bare PATH means hf:PATH) or openai:MODEL@URL (a vLLM, SGLang "
+                   "or arlkit serve server that returns prompt log-probs; docs/policies.md)")
     p.add_argument("--rl", required=True, metavar="MODEL", help="RL scoring model")
     p.add_argument("--max-trajectories", type=int, default=lik_defaults.max_trajectories, help="most trajectories scored per policy")
     p.add_argument("--tolerance", type=float, default=lik_defaults.length_tolerance, help="length matching: max token difference share")

@@ -61,10 +61,12 @@ def _handle(args: argparse.Namespace) -> int:
             return 1
         return 0
     from arlkit.recipes.demo_scripted import run_scripted_demo
+    from arlkit.recipes.eval import EngineStats
 
     out = Path(args.out)
-    with progress_reporter("demo trajectories") as update:
-        result, notes, _ = run_scripted_demo(out, quick=args.quick, on_progress=update)
+    stats = EngineStats()
+    with progress_reporter("demo trajectories", stats=stats) as update:
+        result, notes, _ = run_scripted_demo(out, quick=args.quick, on_progress=update, stats=stats)
     print((result.out / "summary.md").read_text(encoding="utf-8"))
     for note in notes:
         print(note)

@@ -106,7 +106,7 @@ def _handle(args: argparse.Namespace) -> int:
     config = eval_config_from_args(args)
     try:
         stats = EngineStats()
-        with progress_reporter("trajectories", detail=stats.line) as update:
+        with progress_reporter("trajectories", stats=stats) as update:
             result = run_eval(config, Path(args.out), on_progress=update, stats=stats, on_start=_print_load_report)
     except ValueError as exc:  # bad budgets, too few tasks, ...
         raise ConfigError(str(exc)) from None

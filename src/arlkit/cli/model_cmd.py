@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "prompts, build a Qwen2-style causal LM from a config, and save both to --out (loadable offline "
         "with from_pretrained, usable as --policy hf:DIR). The same command writes the same files.",
     )
-    init.add_argument("--size", choices=tiny_sizes(), default="nano", help="nano (~1M parameters) or micro (~10M)")
+    init.add_argument("--size", choices=tiny_sizes(), default="nano", help="nano (~1M parameters), micro (~10M) or small (~100M, for GPUs)")
     init.add_argument("--out", required=True, help="directory to create (must not exist or be empty)")
     init.add_argument("--seed", type=int, default=0, help="seed of the corpus rollouts and the weights")
     init.add_argument("--force", action="store_true", help="replace --out if it already holds files")

@@ -86,7 +86,9 @@ class BatchGenerator:
     ) -> list[Reply]:
         """One reply per request (``sampling.max_new_tokens`` set); a request that cannot be served gets
         ``Reply(error=...)``, one whose prompt plus reply exceeds ``context_length`` a reply with
-        ``finish_reason="context_length_exceeded"``."""
+        ``finish_reason="context_length_exceeded"``. Every sampled reply says why it ended:
+        ``finish_reason="stop"`` (an end-of-reply token or a stop string) or ``"length"`` (cut at
+        ``max_new_tokens``)."""
         replies: list[Reply | None] = [None] * len(requests)
         todo: list[_Row] = []
         limit = sampling.max_new_tokens
@@ -142,6 +144,7 @@ class BatchGenerator:
         where = list(range(b))  # batch position -> row
         live = torch.ones(b, dtype=torch.bool)
         done = [False] * b
+        stopped = [False] * b  # ended by an end-of-reply token or a stop string, not by the token cap
         for step in range(max_new):
             logp = process_logits(logits, cfg.temperature, cfg.top_k, cfg.top_p)
             gens = None if generators is None else [generators[r] for r in where]
@@ -156,7 +159,8 @@ class BatchGenerator:
                 logprobs[row].append(chosen_lp[pos])
                 if best is not None:
                     tops[row].append([[int(t), float(v)] for t, v in zip(best.indices[pos].tolist(), best.values[pos].tolist())])
-                if self.ended(tokens[row], stop) or step == max_new - 1:
+                stopped[row] = self.ended(tokens[row], stop)
+                if stopped[row] or step == max_new - 1:
                     done[row] = True
                     live[pos] = False
                     if self.reuse_kv:
@@ -178,6 +182,7 @@ class BatchGenerator:
                 token_ids=tuple(tokens[i]),
                 logprobs=tuple(logprobs[i]),
                 prompt_ids=tuple(prompts[i].tolist()),
+                finish_reason="stop" if stopped[i] else "length",
                 usage={"prompt_tokens": len(prompts[i]), "completion_tokens": len(tokens[i])},
                 details={"top_logprobs": tops[i]} if top_logprobs else None,
             )

@@ -28,6 +28,9 @@ whose prompt (the server's reported ``usage.prompt_tokens``) plus ``max_tokens``
 discarded the same way, so a server that does not enforce its window (or serves a larger one) ends
 trajectories where an enforcing one would.
 
+Scoring: :meth:`OpenAIPolicy.score` reads continuations' log-probs from the server's prompt log-probs
+(vLLM's or SGLang's request shape, :mod:`arlkit.policies.openai_scoring`), as the ``hf`` backend scores them.
+
 Stop strings: OpenAI semantics drop the matched stop string from the reply; since the parser needs
 the closing tag, a reply that ended on a stop with an ``<action>`` tag left open gets ``</action>``
 appended back.
@@ -45,11 +48,14 @@ import random
 import re
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from arlkit.config import ConfigError, RunError
 from arlkit.policies.loop_thread import LoopThread
+from arlkit.policies.openai_config import (OpenAIConfig, config_from_options, is_context_length_error,
+                                           parse_openai_spec)
+from arlkit.policies.openai_scoring import ServerScorer
 from arlkit.policies.protocol import CONTEXT_LENGTH_EXCEEDED, PolicyError, Reply, Request
 from arlkit.policies.registry import BackendOptions, SamplingConfig, register_policy
 
@@ -64,7 +70,6 @@ same non-retryable 4xx before any succeeds: a setting the server rejects fails e
 _T = TypeVar("_T")
 _POOLS = 4  # async clients (connection pools) per event loop, used in turn
 _STOP = "</action>"
-_CONTEXT_ERROR = re.compile(r"context[ _-]?(length|size|window)", re.IGNORECASE)
 _CONTEXT_LIMIT = re.compile(r"context[ _-]?(?:length|size|window)(?: is| of)? (\d+)", re.IGNORECASE)
 
 
@@ -75,77 +80,6 @@ class ServerRefused(RunError):
 
 class _MalformedResponse(Exception):
     """The server answered 200 with something that is not a chat completion."""
-
-
-@dataclass(frozen=True)
-class OpenAIConfig:
-    """Connection settings of the ``openai`` backend.
-
-    Attributes:
-        api_key_env: environment variable holding the API key (unset: a placeholder key is sent,
-            which local servers accept).
-        require_api_key: an unset ``api_key_env`` is a :class:`PolicyError` (a variable the user
-            named, ``--api-key-env``).
-        timeout: seconds one HTTP attempt may take in all (connect, headers and body); the
-            listing of models at construction has the same deadline.
-        max_retries: further attempts after a 429, 5xx, timeout or connection failure.
-        backoff: seconds before the first retry; doubled before each next one.
-        max_backoff: cap on one wait between attempts (a server's ``Retry-After`` may ask for
-            longer, up to :data:`RETRY_AFTER_CAP_S`).
-        jitter: each wait is scaled by a random factor in ``[1 - jitter, 1 + jitter]``, so that
-            requests refused together do not come back together.
-        max_concurrency: most requests of one ``generate`` batch in flight at once (the rollout
-            engine bounds the requests it sends through ``agenerate`` itself).
-        logprobs: ask the server for per-token log-probs.
-        require_logprobs: raise :class:`PolicyError` when the server returns none.
-        check_model: at construction, list the server's models and fail early when it is down or
-            does not serve the model (skipped for servers without ``/models``).
-    """
-
-    api_key_env: str = "OPENAI_API_KEY"
-    require_api_key: bool = False
-    timeout: float = 60.0
-    max_retries: int = 4
-    backoff: float = 0.5
-    max_backoff: float = 8.0
-    max_concurrency: int = 16
-    jitter: float = 0.2
-    logprobs: bool = True
-    require_logprobs: bool = False
-    check_model: bool = True
-
-    def __post_init__(self) -> None:
-        if not self.timeout > 0:
-            raise ValueError(f"timeout must be > 0, got {self.timeout}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-        if self.backoff < 0 or self.max_backoff < 0:
-            raise ValueError("backoff and max_backoff must be >= 0")
-        if not 0 <= self.jitter < 1:
-            raise ValueError(f"jitter must be in [0, 1), got {self.jitter}")
-        if self.max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {self.max_concurrency}")
-
-
-def is_context_length_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is a server's "prompt too long" refusal: an HTTP 400 whose code is
-    ``context_length_exceeded`` (OpenAI) or whose message names the context length / size / window
-    (vLLM: "This model's maximum context length is N tokens ..."; SGLang, llama.cpp alike)."""
-    if getattr(exc, "status_code", None) != 400:
-        return False
-    body = getattr(exc, "body", None)
-    code = body.get("code") if isinstance(body, dict) else None
-    return code == CONTEXT_LENGTH_EXCEEDED or bool(_CONTEXT_ERROR.search(str(exc)))
-
-
-def parse_openai_spec(arg: str) -> tuple[str, str | None]:
-    """``MODEL@BASE_URL`` (or ``MODEL``: base URL from ``OPENAI_BASE_URL`` or the client's default)."""
-    model, sep, base_url = arg.rpartition("@") if "@" in arg else (arg, "", "")
-    if not model:
-        raise ConfigError(f"openai:MODEL@BASE_URL needs a model name, got {arg!r}")
-    if sep and not base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"openai:MODEL@BASE_URL needs an http(s) base URL, got {base_url!r}")
-    return model, (base_url or None)
 
 
 def request_seed(seed: int, turn: int) -> int:
@@ -221,6 +155,7 @@ class OpenAIPolicy:
         self._refusals: dict[tuple[int, str], int] = {}
         self._rng = random.Random(0)  # jitter only: results never depend on it
         self._slots: asyncio.Semaphore | None = None
+        self._scorer: ServerScorer | None = None
         if self.config.check_model:
             self._check_model()
 
@@ -471,8 +406,24 @@ class OpenAIPolicy:
         async with self._slots:
             return await self._one(request)
 
+    def score(self, messages: Sequence[Sequence[Any]], continuations: Sequence[str]) -> list[list[float]]:
+        """Per-token log-probs of each continuation as the assistant's reply to its conversation, from the
+        server's prompt log-probs, tokenized as the ``hf`` backend tokenizes them (see
+        :mod:`arlkit.policies.openai_scoring`); a server that cannot score raises :class:`PolicyError`."""
+        if self.config.scoring == "off":
+            raise PolicyError(f"scoring is off for {self.name} (scoring='off'; choose auto, vllm or sglang)")
+        if self._scorer is None:
+            c = self.config
+            self._scorer = ServerScorer(self.model, self._where(), c.scoring, api_key=self._client_kwargs["api_key"],
+                                        timeout=c.timeout, max_retries=c.max_retries, backoff=c.backoff,
+                                        max_concurrency=c.max_concurrency)
+        return self._scorer.score(messages, continuations)
+
     def close(self) -> None:
         """Close the HTTP connections and the policy's event-loop thread."""
+        if self._scorer is not None:
+            self._scorer.close()
+            self._scorer = None
         if self._thread is not None:
             self._thread.submit(self.release_loop()).result()
             self._thread.close()
@@ -504,18 +455,6 @@ def _message(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:300] + "..."
 
 
-def config_from_options(backend: BackendOptions, base: OpenAIConfig | None = None) -> OpenAIConfig:
-    """``base`` (default :class:`OpenAIConfig`) with the timeout and retry options ``backend`` sets."""
-    base = base or OpenAIConfig()
-    return replace(
-        base,
-        timeout=base.timeout if backend.request_timeout is None else backend.request_timeout,
-        max_retries=base.max_retries if backend.max_retries is None else backend.max_retries,
-        backoff=base.backoff if backend.retry_backoff is None else backend.retry_backoff,
-        api_key_env=base.api_key_env if backend.api_key_env is None else backend.api_key_env,
-        require_api_key=base.require_api_key or backend.api_key_env is not None,
-    )
-
 
 def _tool_calls(message: Any) -> list[dict[str, str]]:
     """The tool calls of a reply message as ``{id, name, arguments}`` (arguments as the server sent
@@ -535,4 +474,9 @@ def _tool_calls(message: Any) -> list[dict[str, str]]:
 @register_policy("openai", needs_arg=True)
 def _make_openai(arg: str | None, sampling: SamplingConfig, backend: BackendOptions) -> OpenAIPolicy:
     model, base_url = parse_openai_spec(arg or "")
-    return OpenAIPolicy(model, base_url, sampling, config_from_options(backend), context_length=backend.context_length)
+    scoring = os.environ.get("ARLKIT_OPENAI_SCORING", "auto")
+    try:
+        config = replace(config_from_options(backend), scoring=scoring)
+    except ValueError as exc:
+        raise ConfigError(f"$ARLKIT_OPENAI_SCORING: {exc}") from None
+    return OpenAIPolicy(model, base_url, sampling, config, context_length=backend.context_length)

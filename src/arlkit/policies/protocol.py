@@ -66,9 +66,11 @@ class Reply:
             empty and the rollout engine ends the trajectory, recording the error.
         prompt_ids: ids of the prompt the reply was sampled after, when the backend encoded it
             itself (the trainer reuses them instead of encoding the prompt again).
-        finish_reason: :data:`CONTEXT_LENGTH_EXCEEDED` when the request did not fit the context
-            window: ``text`` is empty and the engine ends the trajectory, a legitimate end and not
-            an error; otherwise ``None`` (backends may also report ``"stop"`` or ``"length"``).
+        finish_reason: why the reply ended: ``"stop"`` (an end-of-reply token or a stop string),
+            ``"length"`` (cut at the token cap, ``max_new_tokens``), or :data:`CONTEXT_LENGTH_EXCEEDED`
+            when the request did not fit the context window (``text`` is empty and the engine ends
+            the trajectory, a legitimate end and not an error); ``None`` when the policy does not
+            say (scripted policies). The rollout records it with the turn.
         usage: ``{"prompt_tokens": n, "completion_tokens": m}`` of this reply (``hf``: its own
             counts; ``openai``: the server's, when it says; a composite policy: the sum over its
             calls); the rollout records it with the turn.

@@ -12,6 +12,7 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from arlkit.policies.serve_tokenize import detokenize, tokenize
 from arlkit.policies.serve_wire import BadRequest, parse_body, read_body
 
 __all__ = ["build_app"]
@@ -35,7 +36,8 @@ def _named_sse(events: Sequence[dict[str, Any]]) -> Iterator[bytes]:
 
 def build_app(state: Any) -> Starlette:
     """The ASGI application serving ``state`` (an :class:`~arlkit.policies.serve.OpenAICompatibleServer`:
-    its ``health``, ``models``, ``model``, ``achat``, ``achat_stream``, ``acomplete`` and ``arespond``)."""
+    its ``health``, ``models``, ``model``, ``achat``, ``achat_stream``, ``acomplete`` and ``arespond``; ``/tokenize``
+    and ``/detokenize`` read its ``renderer``, ``model_name`` and ``policy``, :mod:`arlkit.policies.serve_tokenize`)."""
 
     async def health(request: StarletteRequest) -> JSONResponse:
         return JSONResponse(state.health())
@@ -78,6 +80,19 @@ def build_app(state: Any) -> Starlette:
         except BadRequest as exc:
             return _error(exc.status, str(exc), exc.code)
 
+    async def tokenize_route(request: StarletteRequest) -> Response:
+        try:
+            body = parse_body(await read_body(request))
+            return JSONResponse(tokenize(body, state.model_name, state.renderer, state.policy.context_length))
+        except BadRequest as exc:
+            return _error(exc.status, str(exc), exc.code)
+
+    async def detokenize_route(request: StarletteRequest) -> Response:
+        try:
+            return JSONResponse(detokenize(parse_body(await read_body(request)), state.model_name, state.renderer))
+        except BadRequest as exc:
+            return _error(exc.status, str(exc), exc.code)
+
     async def unknown(request: StarletteRequest, exc: Exception) -> JSONResponse:
         status = getattr(exc, "status_code", 404)
         await request.body()  # read what was sent, so a keep-alive connection stays in step
@@ -89,5 +104,7 @@ def build_app(state: Any) -> Starlette:
         routes += [Route(f"{prefix}/models", models), Route(f"{prefix}/models/{{model_id:path}}", model),
                    Route(f"{prefix}/chat/completions", chat, methods=["POST"]),
                    Route(f"{prefix}/completions", completions, methods=["POST"]),
-                   Route(f"{prefix}/responses", responses, methods=["POST"])]
+                   Route(f"{prefix}/responses", responses, methods=["POST"]),
+                   Route(f"{prefix}/tokenize", tokenize_route, methods=["POST"]),  # vLLM's routes (at the root)
+                   Route(f"{prefix}/detokenize", detokenize_route, methods=["POST"])]
     return Starlette(routes=routes, exception_handlers={404: unknown, 405: unknown})

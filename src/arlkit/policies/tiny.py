@@ -83,6 +83,7 @@ class TinySpec:
 TINY_SIZES: dict[str, TinySpec] = {
     "nano": TinySpec(128, 448, 4, 4, 2),
     "micro": TinySpec(320, 1152, 7, 8, 4),
+    "small": TinySpec(768, 2048, 16, 12, 4),  # ~100M parameters: a GPU-sized check (scripts/gpu_check.sh)
 }
 MAX_POSITIONS = 8192
 REPLY_TOKENS = 32

@@ -11,7 +11,7 @@ from pathlib import Path
 from arlkit.config import EnvSpec
 from arlkit.recipes.analyze import analyze_run
 from arlkit.recipes.demo_plan import DEMO_ENV
-from arlkit.recipes.eval import EvalConfig, EvalResult, run_eval
+from arlkit.recipes.eval import EngineStats, EvalConfig, EvalResult, run_eval
 from arlkit.report.html import write_html_report
 from arlkit.rundir import holds_run_dir
 
@@ -22,11 +22,12 @@ SCRIPTED_POLICIES = ("oracle", "noisy-oracle:0.3", "random")
 
 @holds_run_dir("out")
 def run_scripted_demo(
-    out: str | Path, *, quick: bool = False, on_progress: Callable[[int, int], None] | None = None
+    out: str | Path, *, quick: bool = False, on_progress: Callable[[int, int], None] | None = None,
+    stats: EngineStats | None = None,
 ) -> tuple[EvalResult, list[str], Path]:
     """Evaluate the scripted policies into ``out/eval``, analyse noisy-oracle vs oracle into
     ``out/analysis`` and write ``out/report.html``. Returns the evaluation, the analyses' notes and
-    the report's path."""
+    the report's path. ``on_progress`` and ``stats`` follow the evaluation (:func:`run_eval`)."""
     out = Path(out)
     config = EvalConfig(
         env=EnvSpec("frozenlake", dict(DEMO_ENV)),
@@ -35,7 +36,7 @@ def run_scripted_demo(
         samples=8,
         budgets=("25%", "50%", "75%", "100%"),
     )
-    result = run_eval(config, out / "eval", on_progress=on_progress)
+    result = run_eval(config, out / "eval", on_progress=on_progress, stats=stats)
     notes = analyze_run([out / "eval"], "noisy-oracle:0.3", "oracle", out / "analysis", quick=quick,
                         base_label="noisy-oracle:0.3", rl_label="oracle")  # fmt: skip
     report = out / "report.html"

@@ -31,6 +31,7 @@ from arlkit.envs import BudgetHeadroom, Env, Task, env_config, has_oracle
 from arlkit.envs.capabilities import close_env, summary_notes, supports_function_calling
 from arlkit.envs.registry import make
 from arlkit.metrics.cost import cost_by_policy
+from arlkit.metrics.finish import finish_note
 from arlkit.metrics.passkt import PassRow, default_ks, pass_table
 from arlkit.policies import BackendOptions, Policy, SamplingConfig, make_policy
 from arlkit.report.passkt import write_eval_report
@@ -132,8 +133,8 @@ class EvalResult:
         failed: trajectories ended by policy errors in this run: not finished, written to
             ``errors.jsonl``, retried by the next run.
         withheld: policies whose Pass@(K,T) was not computed because of ``failed`` ones.
-        notes: lines about the run for ``summary.md`` (errors, context windows, repaired text, and the
-            environment's own: :class:`~arlkit.envs.capabilities.SummaryNotes`).
+        notes: lines about the run for ``summary.md`` (errors, context windows, cut-off replies,
+            repaired text, and the environment's own: :class:`~arlkit.envs.capabilities.SummaryNotes`).
     """
 
     out: Path
@@ -362,6 +363,9 @@ def _notes(result: EvalResult, config: EvalConfig) -> list[str]:
                  for p, c in sorted(costs.items())]
         notes.append("- cost per turn (backend calls; prompt + completion tokens where the backend counts them): "
                      + "; ".join(parts))
+    cut_off = finish_note(finished)
+    if cut_off:
+        notes.append(cut_off)
     replaced = sum(t.replaced_code_points for t in finished + result.failed)
     if replaced:
         notes.append(f"- text repaired: {replaced} code points that are not valid UTF-8 (lone surrogates) were "

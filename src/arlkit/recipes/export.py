@@ -8,7 +8,8 @@ Two tables, from the run's ``trajectories.jsonl``:
   run's prompt settings built it, system prompt and announced budget included, over the whole
   conversation, then its last reply and the final observation) and ``actions``;
 - **turns**: one row per turn: trajectory_id, task_id, policy, budget, sample, turn, reply, action,
-  valid, reward, observation, remaining (the announced budget), strict_format, and the
+  valid, reward, observation, remaining (the announced budget), strict_format, finish_reason (why the
+  reply ended: ``stop``, ``length`` when the token cap cut it, empty for scripted policies), and the
   trajectory's success.
 
 ``parquet`` writes ``trajectories.parquet``, ``turns.parquet`` and a dataset card (``README.md``)
@@ -93,6 +94,7 @@ def trajectory_tables(trajectories: Sequence[Trajectory], record: dict[str, Any]
                 "trajectory_id": tid, "task_id": t.task_id, "policy": t.policy, "budget": t.budget, "sample": t.sample,
                 "turn": k, "reply": turn.reply, "action": turn.action, "valid": turn.valid, "reward": float(turn.reward),
                 "observation": turn.observation, "remaining": turn.remaining, "strict_format": turn.strict_format,
+                "finish_reason": turn.finish_reason,
                 "success": t.success,
             })  # fmt: skip
         rows.append({

@@ -10,7 +10,8 @@
   environments the batches are exactly those of a lockstep loop.
 
 :class:`EngineStats` counts what a progress line shows (trajectories done, turns/s, requests and
-environment steps in flight) and the peaks, which tests check against the bounds.
+environment steps in flight, each policy's turns and invalid turns) and the peaks, which tests check
+against the bounds.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from arlkit.policies.protocol import AsyncPolicy, Policy, Reply, Request
 
@@ -35,7 +38,11 @@ class EngineStats:
     done: int = 0
     """Trajectories finished (written by ``on_finish``)."""
     turns: int = 0
-    """Turns played."""
+    """Turns played (finished: the policy replied and the environment stepped)."""
+    invalid: int = 0
+    """Turns played whose reply had no admitted action."""
+    by_policy: dict[str, list[int]] = field(default_factory=dict)
+    """``policy name -> [turns, invalid turns]`` (for the note on a policy that keeps playing invalid turns)."""
     requests_in_flight: int = 0
     """Policy requests sent and not yet answered."""
     peak_requests: int = 0
@@ -45,8 +52,12 @@ class EngineStats:
     batches: int = 0
     """``generate`` calls of a batched policy."""
     started: float = field(default_factory=time.monotonic)
+    first_request: float | None = None
+    """When the first policy request went out (turns/s counts from there, not from model loading)."""
 
     def request_started(self, n: int = 1) -> None:
+        if self.first_request is None:
+            self.first_request = time.monotonic()
         self.requests_in_flight += n
         self.peak_requests = max(self.peak_requests, self.requests_in_flight)
 
@@ -54,8 +65,18 @@ class EngineStats:
         self.env_steps_in_flight += 1
         self.peak_env_steps = max(self.peak_env_steps, self.env_steps_in_flight)
 
+    def count_turns(self, policy: str, turns: Sequence[Any]) -> None:
+        """Count finished turns (records with ``valid``) of ``policy``."""
+        bad = sum(1 for turn in turns if not turn.valid)
+        self.turns += len(turns)
+        self.invalid += bad
+        counts = self.by_policy.setdefault(policy, [0, 0])
+        counts[0] += len(turns)
+        counts[1] += bad
+
     def turns_per_s(self) -> float:
-        elapsed = time.monotonic() - self.started
+        """Finished turns per second since the first request went out (0 before any)."""
+        elapsed = time.monotonic() - (self.first_request if self.first_request is not None else self.started)
         return self.turns / elapsed if elapsed > 0 else 0.0
 
     def line(self) -> str:

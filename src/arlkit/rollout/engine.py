@@ -215,7 +215,7 @@ async def arun_starts(
                 reply = await caller.submit(index, request)
                 before = len(live.trajectory.turns)
                 await on_env(blocking, record_reply, live, request, reply, keep_prompts)
-                stats.turns += len(live.trajectory.turns) - before
+                stats.count_turns(live.trajectory.policy, live.trajectory.turns[before:])
         finally:  # what the environment holds for the trajectory (a shell session), however it ended
             if isinstance(env, Closable):
                 await asyncio.shield(on_env(blocking, close_env, env))

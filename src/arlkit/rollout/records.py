@@ -2,7 +2,8 @@
 
 Each finished trajectory is one JSON line with at least ``task_id``, ``sample``, ``budget``,
 ``budget_mode``, ``turns`` (each with ``reply``, ``action``, ``valid``, ``reward``,
-``observation`` and ``remaining``, the remaining budget the prompt announced), ``success``,
+``observation`` and ``remaining``, the remaining budget the prompt announced; ``finish_reason``,
+``usage`` and ``details`` where the policy reports them), ``success``,
 ``success_turn`` (1-based or null), ``ended_by`` and ``return``. What the policy was shown in full
 (each turn's messages and prompt token ids, :class:`Prompt`) stays in memory: the lines stay small.
 
@@ -73,6 +74,10 @@ class TurnRecord:
             :attr:`Request.remaining`); ``None`` in hidden mode.
         prompt: the messages and prompt token ids the policy was shown, when the rollout kept them
             (``run_rollouts(keep_prompts=True)``); in memory only: never written, not compared.
+        finish_reason: why the reply ended, as the backend said (:attr:`Reply.finish_reason`):
+            ``"stop"``, or ``"length"`` when the token cap cut it (a cut-off reply, told apart from a
+            malformed one); ``None`` when the policy does not say (scripted policies); written only
+            when set.
         usage: the reply's token counts as the backend reported them (:attr:`Reply.usage`), or
             ``None``; written only when set.
         details: how a composite policy made the reply (:attr:`Reply.details`), or ``None``;
@@ -90,6 +95,7 @@ class TurnRecord:
     logprobs: list[float] | None = None
     remaining: int | None = None
     prompt: Prompt | None = field(default=None, repr=False, compare=False)
+    finish_reason: str | None = None
     usage: dict[str, int] | None = None
     details: dict[str, Any] | None = None
 
@@ -100,7 +106,7 @@ class TurnRecord:
             value = getattr(self, f.name)
             if f.name == "prompt" or (f.name in ("token_ids", "logprobs") and not with_tokens):
                 continue
-            if f.name in ("usage", "details") and value is None:
+            if f.name in ("finish_reason", "usage", "details") and value is None:
                 continue  # records stay as they were for policies that report neither
             data[f.name] = list(value) if isinstance(value, (list, tuple)) else value
         return data

@@ -152,6 +152,7 @@ def record_reply(live: LiveTrajectory, request: Request, reply: Reply, keep_prom
             logprobs=list(reply.logprobs) if reply.logprobs is not None else None,
             remaining=request.remaining,
             prompt=Prompt(request.messages, reply.prompt_ids) if keep_prompt else None,
+            finish_reason=reply.finish_reason if isinstance(reply.finish_reason, str) else None,
             usage=dict(reply.usage) if reply.usage else None,
             details=dict(reply.details) if reply.details else None,
         )
