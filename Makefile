@@ -27,7 +27,7 @@ GEM_PIN ?= gem-llm==0.1.0 nltk==3.9.1
 $(STAMP): pyproject.toml Makefile
 	./scripts/install-system-deps.sh
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade pip "setuptools>=77"  # the wheel test builds arlkit offline with it
 	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" -e ".[test,terminal,lora,humaneval,export,wandb,math,serve,webshop]" mpmath
 	$(BIN)/python -m pip install --quiet --no-deps $(BFCL_PIN)
 	touch $(STAMP)
