@@ -90,12 +90,13 @@ def scripted(arg: str | None, sampling: Any = None, backend: Any = None) -> Scri
     return Scripted(arg or "greedy")
 
 
-def main(port: int) -> None:
+def main(fd: int) -> None:
+    """Serve on the listening socket ``fd`` the test bound and passed down (it accepts from the start)."""
     import uvicorn
 
     app = create_fastapi_app(CoinGame, CoinAction, CoinObservation, max_concurrent_envs=4)
     app.get("/counts")(lambda: dict(COUNTS))
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(app, fd=fd, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +27,6 @@ from arlkit.policies.scripted import RandomPolicy
 HERE = Path(__file__).parent
 ROOT = HERE.parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-DEADLINE_S = 120.0
 
 
 def _free_port() -> int:
@@ -42,18 +40,13 @@ def _get(url: str) -> dict:
         return json.loads(response.read())
 
 
-def _wait_ready(process: subprocess.Popen, url: str, log: Path) -> None:
-    """Until ``url`` answers (the server is up), or the process dies, or the deadline passes."""
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the server exited: {log.read_text()[-2000:]}")
-        try:
-            _get(url)
-            return
-        except OSError:
-            time.sleep(0.1)  # polling for the port to accept; the deadline bounds the wait
-    raise AssertionError(f"{url} did not answer within {DEADLINE_S}s")
+def _listening() -> socket.socket:
+    """A socket bound to a free port and listening: a server started on it accepts from the start, and a
+    client that connects before the app is up waits in the backlog (no polling for readiness)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    return sock
 
 
 @pytest.fixture(scope="module")
@@ -61,26 +54,28 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
     """arlkit's frozenlake served at most 2 sessions at once, and the OpenEnv coin game (4), both
     started at once; their output goes to files (a pipe nobody reads would stall them when full)."""
     logs = tmp_path_factory.mktemp("openenv-servers")
-    arlkit_port, game_port = _free_port(), _free_port()
+    sockets = {"arlkit": _listening(), "game": _listening()}
+    fds = {name: sock.fileno() for name, sock in sockets.items()}
     commands = {
-        "arlkit": ([sys.executable, "-m", "arlkit.integrations.openenv.server", "--env", "frozenlake", "--env-arg",
-                    "size=4", "--port", str(arlkit_port), "--max-sessions", "2"], arlkit_port, "/arlkit"),
-        "game": ([sys.executable, str(HERE / "openenv_game.py"), str(game_port)], game_port, "/counts"),
+        "arlkit": [sys.executable, "-m", "arlkit.integrations.openenv.server", "--env", "frozenlake", "--env-arg",
+                   "size=4", "--fd", str(fds["arlkit"]), "--max-sessions", "2"],
+        "game": [sys.executable, str(HERE / "openenv_game.py"), str(fds["game"])],
     }
     started = {}
     try:
-        for name, (command, port, _) in commands.items():
+        for name, command in commands.items():
             with open(logs / f"{name}.log", "w") as log:
-                started[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=ENV)
-        for name, (_, port, probe) in commands.items():
-            _wait_ready(started[name], f"http://127.0.0.1:{port}{probe}", logs / f"{name}.log")
-        yield {name: f"http://127.0.0.1:{port}" for name, (_, port, _) in commands.items()}
+                started[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=ENV,
+                                                 pass_fds=(fds[name],))
+        yield {name: f"http://127.0.0.1:{sock.getsockname()[1]}" for name, sock in sockets.items()}
         assert "Traceback" not in (logs / "arlkit.log").read_text()  # clients that hang up are no errors
     finally:
         for process in started.values():
             process.terminate()
         for process in started.values():
             process.wait(timeout=30)
+        for sock in sockets.values():
+            sock.close()
 
 
 def _eval(out: Path, *args: str) -> subprocess.CompletedProcess:

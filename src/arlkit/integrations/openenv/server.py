@@ -239,6 +239,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="environment option (repeatable)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--fd", type=int, default=None,
+                        help="serve on this inherited listening socket instead of --host/--port (socket activation)")
     parser.add_argument("--max-sessions", type=int, default=64, help="sessions open at once (default 64)")
     parser.add_argument("--split", choices=("train", "test"), default="test", help="task split (default test)")
     parser.add_argument("--n-tasks", type=int, default=None, help="tasks of the split to draw from (default up to 100)")
@@ -261,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import uvicorn
 
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    where: dict[str, Any] = {"fd": args.fd} if args.fd is not None else {"host": args.host, "port": args.port}
+    uvicorn.run(app, log_level="warning", **where)
     return 0
 
 
