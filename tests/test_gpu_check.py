@@ -7,17 +7,16 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_gpu_check_runs_its_cpu_path_and_writes_its_table(tmp_path: Path) -> None:
+def test_the_gpu_check_runs_its_cpu_path_and_writes_its_table(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     env = {**os.environ, "PYTHON": sys.executable, "DEVICE": "cpu"}
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), str(tmp_path / "work")], env=env,
-                          capture_output=True, text=True, timeout=3600)
+    done = run_child(["bash", str(ROOT / "scripts" / "gpu_check.sh"), str(tmp_path / "work")], env=env,
+                     capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "work" / "gpu_check.json").read_text())
     assert report["device"] == "CPU" and report["model"] == "nano" and report["failures"] == []

@@ -109,7 +109,8 @@ def _holder(folder: Path) -> subprocess.Popen[str]:
     return proc
 
 
-def test_a_second_holder_is_refused_naming_the_first_and_a_killed_one_leaves_no_lock(tmp_path: Path) -> None:
+def test_a_second_holder_is_refused_naming_the_first_and_a_killed_one_leaves_no_lock(  # type: ignore[no-untyped-def]
+        tmp_path: Path, finish_child) -> None:
     run = tmp_path / "run"
     claim_run_dir(run, IDENTITY)
     holder = _holder(run)
@@ -122,7 +123,7 @@ def test_a_second_holder_is_refused_naming_the_first_and_a_killed_one_leaves_no_
         assert json.loads((run / "run.json").read_text()) == RECORD
     finally:
         holder.kill()  # SIGKILL: no clean-up runs; the kernel releases the lock
-        holder.wait(timeout=DEADLINE_S)
+        finish_child(holder)
     with hold_run_dir(run) as held:
         assert json.loads((held / LOCK_NAME).read_text())["pid"] != holder.pid
 

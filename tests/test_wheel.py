@@ -22,14 +22,21 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ("src", "configs", "examples", "pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE")
 
 
-def _run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
-    return done
+@pytest.fixture(scope="module")
+def run_ok(run_child):  # type: ignore[no-untyped-def]
+    """``run_ok(*command, cwd=None)``: the command run under the suite's deadline for child processes; its exit
+    status 0 checked, its output in the failure."""
+
+    def run(*command: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        done = run_child([str(c) for c in command], cwd=cwd, capture_output=True, text=True)
+        assert done.returncode == 0, f"{command}: {done.stdout[-3000:]}{done.stderr[-3000:]}"
+        return done
+
+    return run
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel(tmp_path_factory: pytest.TempPathFactory, run_ok) -> Path:  # type: ignore[no-untyped-def]
     """The wheel, built from a copy of the source (a build folder left in the checkout cannot leak in)."""
     copy, out = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("wheel")
     for name in SOURCE:
@@ -37,20 +44,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
         else:
             shutil.copy2(ROOT / name, copy / name)
-    _run(sys.executable, "-m", "pip", "wheel", copy, "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", out)
+    run_ok(sys.executable, "-m", "pip", "wheel", copy, "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", out)
     (built,) = out.glob("arlkit-*.whl")
     return built
 
 
 @pytest.fixture(scope="module")
-def fresh(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fresh(wheel: Path, tmp_path_factory: pytest.TempPathFactory, run_ok) -> Path:  # type: ignore[no-untyped-def]
     """A fresh virtualenv with the wheel installed; its ``bin`` folder."""
     venv = tmp_path_factory.mktemp("venv") / "fresh"
-    _run(sys.executable, "-m", "venv", "--without-pip", venv)
+    run_ok(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
-    site = Path(_run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())
+    site = Path(run_ok(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").stdout.strip())
     (site / "_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
-    _run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel)
+    run_ok(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", "-q", wheel)
     return venv / "bin"
 
 
@@ -66,15 +73,16 @@ def test_the_wheel_carries_data_starter_files_license_and_entry_points(wheel: Pa
     assert "arlkit = arlkit.cli:main" in text and "[arlkit.envs]" in text
 
 
-def test_the_installed_wheel_runs_the_readme_from_an_empty_folder(fresh: Path, tmp_path: Path) -> None:
+def test_the_installed_wheel_runs_the_readme_from_an_empty_folder(  # type: ignore[no-untyped-def]
+        fresh: Path, tmp_path: Path, run_ok) -> None:
     work = tmp_path / "empty"
     work.mkdir()
-    where = _run(fresh / "python", "-c", "import arlkit, json; print(json.dumps([arlkit.__file__, arlkit.__version__]))",
-                 cwd=work)
+    where = run_ok(fresh / "python", "-c", "import arlkit, json; print(json.dumps([arlkit.__file__, arlkit.__version__]))",
+                   cwd=work)
     location, version = json.loads(where.stdout)
     assert Path(location).is_relative_to(fresh.parent) and not Path(location).is_relative_to(ROOT)
-    assert _run(fresh / "arlkit", "--version", cwd=work).stdout.strip().endswith(version)
-    _run(fresh / "arlkit", "init", cwd=work)
+    assert run_ok(fresh / "arlkit", "--version", cwd=work).stdout.strip().endswith(version)
+    run_ok(fresh / "arlkit", "init", cwd=work)
 
     def starter(root: Path) -> dict[str, bytes]:
         return {str(p.relative_to(root)): p.read_bytes() for name in ("configs", "examples")
@@ -83,10 +91,10 @@ def test_the_installed_wheel_runs_the_readme_from_an_empty_folder(fresh: Path, t
     assert starter(work) == starter(ROOT) and len(starter(work)) >= 10
     # The README's eval block: its config line as written; its first line with fewer tasks (the checkout's
     # README test runs it whole).
-    _run(fresh / "arlkit", "eval", "--config", "configs/eval_frozenlake.yaml", "--out", "runs/fl-scripted", "--tasks", "20",
-         cwd=work)
-    _run(fresh / "arlkit", "eval", "--env", "frozenlake", "--policy", "oracle", "--policy", "random", "--tasks", "10",
-         "--samples", "8", "--budgets", "25%,50%,75%,100%", "--budget-mode", "announced", "--out", "runs/fl", cwd=work)
+    run_ok(fresh / "arlkit", "eval", "--config", "configs/eval_frozenlake.yaml", "--out", "runs/fl-scripted", "--tasks", "20",
+           cwd=work)
+    run_ok(fresh / "arlkit", "eval", "--env", "frozenlake", "--policy", "oracle", "--policy", "random", "--tasks", "10",
+           "--samples", "8", "--budgets", "25%,50%,75%,100%", "--budget-mode", "announced", "--out", "runs/fl", cwd=work)
     for run in ("runs/fl-scripted", "runs/fl"):
         assert {"summary.md", "passkt.csv", "passkt.png", "trajectories.jsonl"} <= {p.name for p in (work / run).iterdir()}
     rows = (work / "runs" / "fl" / "passkt.csv").read_text().splitlines()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,16 +64,16 @@ def test_bad_settings_and_runs_without_success() -> None:
         stability_verdict("empty", [{"step": 1, "optim/grad_norm": 1.0}])
 
 
-def test_cli_writes_the_table_the_figures_and_a_report_section(tmp_path: Path) -> None:
+def test_cli_writes_the_table_the_figures_and_a_report_section(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     for name, collapse in (("steady", None), ("broken", 31)):
         run = tmp_path / name
         run.mkdir()
         (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(collapse)))
         (run / "config.yaml").write_text("tasks_per_step: 2\ngroup_size: 4\n")
     out = tmp_path / "stability"
-    proc = subprocess.run([sys.executable, "-m", "arlkit", "analyze", "stability", str(tmp_path / "steady"),
-                           str(tmp_path / "broken"), "--out", str(out)], capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    proc = run_child([sys.executable, "-m", "arlkit", "analyze", "stability", str(tmp_path / "steady"),
+                      str(tmp_path / "broken"), "--out", str(out)], capture_output=True, text=True)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "| steady | 50 | 50.0% | 0.0004 | 0.0312 | yes | none |" in proc.stdout
     assert "| broken | 50 | 20.0% | 0.0400 |" in proc.stdout and "| no | 32 |" in proc.stdout
     for name in ("stability.csv", "stability.json", "stability_dynamics.png", "stability_is_steady.png", "stability_is_broken.png"):
@@ -85,6 +84,6 @@ def test_cli_writes_the_table_the_figures_and_a_report_section(tmp_path: Path) -
     assert "stability" in report.sections
     page = (tmp_path / "report.html").read_text()
     assert "Training stability (ARLArena)" in page and page.count("data:image/png;base64") == 3
-    bad = subprocess.run([sys.executable, "-m", "arlkit", "analyze", "stability", str(tmp_path), "--out", str(out)],
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert bad.returncode == 2 and "no metrics.jsonl" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run_child([sys.executable, "-m", "arlkit", "analyze", "stability", str(tmp_path), "--out", str(out)],
+                    capture_output=True, text=True)  # fmt: skip
+    assert bad.returncode == 2 and "no metrics.jsonl" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

@@ -14,8 +14,10 @@ import pytest
 ARLKIT = [sys.executable, "-m", "arlkit"]
 
 
-def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ARLKIT, *args], capture_output=True, text=True, timeout=timeout)
+@pytest.fixture
+def run(run_child):  # type: ignore[no-untyped-def]
+    """``run(*args) -> CompletedProcess``: ``arlkit *args`` in a child process, under the suite's deadline."""
+    return lambda *args: run_child([*ARLKIT, *args], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize(
@@ -41,25 +43,26 @@ def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         (["--temperature", "-1"], "temperature must be >= 0"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path, args: list[str], expected: str) -> None:
+def test_bad_input_is_one_line_and_exit_code_2(  # type: ignore[no-untyped-def]
+        tmp_path: Path, args: list[str], expected: str, run) -> None:
     proc = run("eval", "--out", str(tmp_path / "run"), "--tasks", "2", "--samples", "4", *args)
     assert proc.returncode == 2, proc.stderr
-    assert expected in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert expected in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-def test_a_different_command_on_an_existing_out_is_refused(tmp_path: Path) -> None:
+def test_a_different_command_on_an_existing_out_is_refused(tmp_path: Path, run) -> None:  # type: ignore[no-untyped-def]
     out = str(tmp_path / "run")
     first = run("eval", "--out", out, "--tasks", "2", "--samples", "2", "--policy", "random")
     assert first.returncode == 0, first.stderr
     again = run("eval", "--out", out, "--tasks", "2", "--samples", "2", "--policy", "random")
-    assert again.returncode == 0 and "resumed: kept 16 finished trajectories" in again.stdout
+    assert again.returncode == 0 and "resumed: kept 16 finished trajectories" in again.stdout, again.stdout + again.stderr
     other = run("eval", "--out", out, "--tasks", "3", "--samples", "2", "--policy", "random")
-    assert other.returncode == 2 and "holds a different run (differs in: tasks)" in other.stderr
+    assert other.returncode == 2 and "holds a different run (differs in: tasks)" in other.stderr, other.stderr
 
 
-def test_sigkill_then_resume_gives_the_same_passkt_csv(tmp_path: Path) -> None:
+def test_sigkill_then_resume_gives_the_same_passkt_csv(tmp_path: Path, run, child_deadline_s) -> None:  # type: ignore[no-untyped-def]
     args = ["eval", "--env", "frozenlake", "--env-arg", "size=8", "--policy", "random", "--policy", "noisy-oracle:0.3",
             "--tasks", "60", "--samples", "8", "--bootstrap", "500"]
     reference = run(*args, "--out", str(tmp_path / "ref"))
@@ -68,7 +71,7 @@ def test_sigkill_then_resume_gives_the_same_passkt_csv(tmp_path: Path) -> None:
     out = tmp_path / "killed"
     proc = subprocess.Popen([*ARLKIT, *args, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     lines_file = out / "trajectories.jsonl"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + child_deadline_s
     while time.monotonic() < deadline:
         if lines_file.exists() and lines_file.read_bytes().count(b"\n") >= 200:
             break
@@ -91,14 +94,15 @@ def test_sigkill_then_resume_gives_the_same_passkt_csv(tmp_path: Path) -> None:
     assert lines_file.read_bytes().count(b"\n") == total
 
 
-def test_help_lists_the_commands() -> None:
+def test_help_lists_the_commands(run) -> None:  # type: ignore[no-untyped-def]
     proc = run("--help")
-    assert proc.returncode == 0 and "eval" in proc.stdout and "demo" in proc.stdout
+    assert proc.returncode == 0 and "eval" in proc.stdout and "demo" in proc.stdout, proc.stdout + proc.stderr
     env = dict(os.environ)
     assert env  # the subprocess inherits a normal environment
 
 
-def test_scripted_demo_writes_the_evaluation_the_analyses_and_the_report(tmp_path: Path) -> None:
+def test_scripted_demo_writes_the_evaluation_the_analyses_and_the_report(  # type: ignore[no-untyped-def]
+        tmp_path: Path, run) -> None:
     out = tmp_path / "demo"
     proc = run("demo", "--scripted", "--quick", "--out", str(out))
     assert proc.returncode == 0, proc.stderr

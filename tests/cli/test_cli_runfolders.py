@@ -42,7 +42,8 @@ def _holder_pid(out: Path) -> int | None:
         return None
 
 
-def test_a_second_eval_on_the_same_out_is_refused_and_the_first_finishes_intact(tmp_path: Path) -> None:
+def test_a_second_eval_on_the_same_out_is_refused_and_the_first_finishes_intact(  # type: ignore[no-untyped-def]
+        tmp_path: Path, run_child, finish_child) -> None:
     gate, reached = threading.Event(), threading.Event()
 
     def reply(body: dict[str, Any]) -> str:  # the first run's requests wait here until the second was tried
@@ -56,11 +57,10 @@ def test_a_second_eval_on_the_same_out_is_refused_and_the_first_finishes_intact(
                                  stderr=subprocess.PIPE, text=True)
         try:
             _wait_for(lambda: _holder_pid(out) == first.pid and reached.is_set(), "the first run held --out", first)
-            second = subprocess.run([*ARLKIT, *_eval_args(server.base_url, out)], capture_output=True, text=True,
-                                    timeout=DEADLINE_S)
+            second = run_child([*ARLKIT, *_eval_args(server.base_url, out)], capture_output=True, text=True)
         finally:
             gate.set()
-            stdout, stderr = first.communicate(timeout=DEADLINE_S)
+            stdout, stderr = finish_child(first)
     lines = [ln for ln in second.stderr.splitlines() if ln.strip()]
     assert second.returncode == 2 and len(lines) == 1, second.stderr
     assert f"pid {first.pid}" in lines[0] and "arlkit eval" in lines[0] and "started " in lines[0]

@@ -23,12 +23,12 @@ def test_version_names_the_installed_distribution() -> None:
     assert out.stdout.strip() == f"arlkit {version('arlkit')}"
 
 
-def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path) -> None:
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, finish_child) -> None:  # type: ignore[no-untyped-def]
     # `arlkit eval ... | head -1`: the pipe closes after one line; no BrokenPipeError traceback, exit 0
     command = [*_ARLKIT, "eval", "--env", "frozenlake", "--tasks", "2", "--samples", "2",
                "--budgets", "full", "--out", str(tmp_path / "run")]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline()
     proc.stdout.close()
-    _, err = proc.communicate(timeout=300)
+    _, err = finish_child(proc)
     assert proc.returncode == 0 and "Traceback" not in err and "BrokenPipe" not in err, err

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,11 +26,11 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], *wanted: str) -> str:
     return err
 
 
-def test_an_infinite_learning_rate_is_refused_by_the_entry_point(tmp_path: Path) -> None:
+def test_an_infinite_learning_rate_is_refused_by_the_entry_point(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "run"
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, "-m", "arlkit", "train", "--out", str(out), "optim.lr=.inf"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = run_child([sys.executable, "-m", "arlkit", "train", "--out", str(out), "optim.lr=.inf"],
+                     capture_output=True, text=True, env=env)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().count("\n") == 0 and "Traceback" not in done.stderr
     assert "lr" in done.stderr and "finite" in done.stderr

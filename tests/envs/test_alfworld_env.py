@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -159,12 +158,12 @@ def test_hidden_budgets_and_the_random_policy_through_the_engine(env: AlfworldEn
     assert all(len(t.turns) == 3 and all(turn.valid for turn in t.turns) for t in played)
 
 
-def test_arlkit_eval_oracle_meets_the_structural_bound(tmp_path: Path) -> None:
+def test_arlkit_eval_oracle_meets_the_structural_bound(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "ev"
-    done = subprocess.run([sys.executable, "-m", "arlkit", "eval", "--out", str(out), "--env", "alfworld", "--policy",
-                           "oracle", "--tasks", "4", "--samples", "1", "--budgets", "5,full", "--history", "2"],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_child([sys.executable, "-m", "arlkit", "eval", "--out", str(out), "--env", "alfworld", "--policy",
+                      "oracle", "--tasks", "4", "--samples", "1", "--budgets", "5,full", "--history", "2"],
+                     capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = {r["T"]: r for r in csv.DictReader(open(out / "passkt.csv")) if r["k"] == "1"}
     assert float(rows["50"]["pass"]) == float(rows["50"]["expected_optimum"]) == 1.0
     assert float(rows["5"]["pass"]) == float(rows["5"]["expected_optimum"]) < 1.0  # the bound binds at 5 turns

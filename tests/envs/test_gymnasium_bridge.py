@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import logging
 import string
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -238,10 +237,11 @@ def test_t_max_comes_from_the_spec_or_the_option_else_50_with_a_warning(caplog: 
         (["id=arlkit/guess-number-v0", "action_text=all"], "valid choices: action, reply"),
     ],
 )
-def test_a_bad_gymnasium_id_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
+def test_a_bad_gymnasium_id_is_one_line_and_exit_2(  # type: ignore[no-untyped-def]
+        tmp_path: Path, args: list[str], needle: str, run_child) -> None:
     env_args = [part for arg in args for part in ("--env-arg", arg)]
-    done = subprocess.run([sys.executable, "-m", "arlkit", "eval", "--env", "gymnasium", *env_args, "--policy", "random",
-                           "--tasks", "2", "--out", str(tmp_path / "ev")], capture_output=True, text=True, timeout=300)
+    done = run_child([sys.executable, "-m", "arlkit", "eval", "--env", "gymnasium", *env_args, "--policy", "random",
+                      "--tasks", "2", "--out", str(tmp_path / "ev")], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr[-2000:]
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr and needle in lines[0], done.stderr[-2000:]

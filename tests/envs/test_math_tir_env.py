@@ -193,14 +193,13 @@ def test_shipped_answers_compare_exactly_and_refuse_runaway_expressions() -> Non
 
 
 @pytest.mark.parametrize(("task_set", "n"), [("generated", "300"), ("shipped", "10")])
-def test_arlkit_eval_oracle_solves_the_test_split(task_set: str, n: str, tmp_path) -> None:  # noqa: ANN001
+def test_arlkit_eval_oracle_solves_the_test_split(task_set: str, n: str, tmp_path, run_child) -> None:  # noqa: ANN001
     import csv
-    import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "arlkit", "eval", "--out", str(tmp_path / "ev"), "--env", "math-tir",
-                           "--env-arg", f"task_set={task_set}", "--policy", "oracle", "--tasks", n, "--samples", "1",
-                           "--budgets", "1,full"], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_child([sys.executable, "-m", "arlkit", "eval", "--out", str(tmp_path / "ev"), "--env", "math-tir",
+                      "--env-arg", f"task_set={task_set}", "--policy", "oracle", "--tasks", n, "--samples", "1",
+                      "--budgets", "1,full"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = [r for r in csv.DictReader(open(tmp_path / "ev" / "passkt.csv")) if r["policy"] == "oracle"]
     assert len(rows) == 2 and all(float(r["pass"]) == 1.0 and r["n_tasks"] == n for r in rows), rows

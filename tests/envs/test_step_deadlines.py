@@ -10,7 +10,6 @@ can notice and report the hang.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,10 +20,8 @@ import pytest
 from arlkit.envs import make
 from arlkit.policies.loopback import ScriptedServer
 
-WAIT_S = 240.0  # generous: each eval below ends as soon as its trajectories do (seconds)
 
-
-def _eval(out: Path, env: str, env_args: list[str], tasks: int,
+def _eval(run_child, out: Path, env: str, env_args: list[str], tasks: int,  # type: ignore[no-untyped-def]
           reply: Callable[[dict[str, Any]], str]) -> dict[str, Any]:
     """``arlkit eval`` of the first ``tasks`` tasks, one sample each at the full budget, its policy
     answering with ``reply(request body)``; the trajectories by task id."""
@@ -34,11 +31,8 @@ def _eval(out: Path, env: str, env_args: list[str], tasks: int,
                    "--out", str(out)]
         for arg in env_args:
             command += ["--env-arg", arg]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=WAIT_S)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"the eval did not end within {WAIT_S:g} s")
-    assert done.returncode == 0, done.stderr[-2000:]
+        done = run_child(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     lines = (out / "trajectories.jsonl").read_text(encoding="utf-8").splitlines()
     return {t["task_id"]: t for t in map(json.loads, lines)}
 
@@ -47,7 +41,8 @@ def _said(body: dict[str, Any]) -> str:
     return "\n".join(str(m.get("content") or "") for m in body["messages"])
 
 
-def test_a_math_answer_whose_check_runs_away_is_not_correct_and_the_others_finish(tmp_path: Path) -> None:
+def test_a_math_answer_whose_check_runs_away_is_not_correct_and_the_others_finish(  # type: ignore[no-untyped-def]
+        tmp_path: Path, run_child) -> None:
     pytest.importorskip("math_verify", reason="math-tir's shipped problems need the math extra")
     problems = [t.payload for t in make("math-tir", task_set="shipped").tasks("test", 6)]
     hostile = {problems[0]["question"]: "\\binom{10000000}{5000000}", problems[1]["question"]: "\\Gamma(10000000)"}
@@ -57,7 +52,7 @@ def test_a_math_answer_whose_check_runs_away_is_not_correct_and_the_others_finis
         question = next(q for q in answers if q in _said(body))
         return f"<action>\\boxed{{{answers[question]}}}</action>"
 
-    got = _eval(tmp_path / "ev", "math-tir", ["task_set=shipped", "score_timeout_s=1"], 6, reply)
+    got = _eval(run_child, tmp_path / "ev", "math-tir", ["task_set=shipped", "score_timeout_s=1"], 6, reply)
     assert len(got) == 6
     for t in got.values():
         if t["initial_observation"].removeprefix("PROBLEM: ") in hostile:
@@ -66,7 +61,7 @@ def test_a_math_answer_whose_check_runs_away_is_not_correct_and_the_others_finis
             assert t["success"], t["turns"]
 
 
-def test_a_bfcl_call_that_runs_away_is_stopped_and_the_others_finish(tmp_path: Path) -> None:
+def test_a_bfcl_call_that_runs_away_is_stopped_and_the_others_finish(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("bfcl_eval", reason="the bfcl extra is not installed")
     entries = make("bfcl").entries[:16]  # the eval that wrote no trajectory in 150 s
     hostile = {e.entry_id for e in entries if "MathAPI" in e.classes}
@@ -81,7 +76,7 @@ def test_a_bfcl_call_that_runs_away_is_stopped_and_the_others_finish(tmp_path: P
         done = sum(m["role"] == "assistant" for m in body["messages"])
         return f"<action>{script[min(done, len(script) - 1)]}</action>"
 
-    got = _eval(tmp_path / "ev", "bfcl", ["call_timeout_s=1"], 16, reply)
+    got = _eval(run_child, tmp_path / "ev", "bfcl", ["call_timeout_s=1"], 16, reply)
     assert len(got) == 16
     for task_id, t in got.items():
         if task_id in hostile:

@@ -202,15 +202,14 @@ def test_invalid_actions_change_nothing(env: TerminalEnv) -> None:
     assert make("terminal").t_max == 16
 
 
-def test_arlkit_eval_oracle_solves_the_whole_test_split(tmp_path: Path) -> None:
+def test_arlkit_eval_oracle_solves_the_whole_test_split(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     import csv
-    import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "arlkit", "eval", "--out", str(tmp_path / "ev"), "--env", "terminal",
-                           "--policy", "oracle", "--tasks", "21", "--samples", "1", "--budgets", "full"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_child([sys.executable, "-m", "arlkit", "eval", "--out", str(tmp_path / "ev"), "--env", "terminal",
+                      "--policy", "oracle", "--tasks", "21", "--samples", "1", "--budgets", "full"],
+                     capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = [r for r in csv.DictReader(open(tmp_path / "ev" / "passkt.csv")) if r["policy"] == "oracle"]
     assert rows and all(float(r["pass"]) == 1.0 for r in rows if r["k"] == "1"), rows
 

@@ -9,7 +9,6 @@ import dataclasses
 import io
 import logging
 import shutil
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -276,14 +275,14 @@ def test_wrong_answers_fail(mixed: TerminalEnv) -> None:
 
 # -- arlkit eval ------------------------------------------------------------------------------------
 @needs_sandbox
-def test_eval_prints_what_loaded_and_what_was_skipped(tmp_path: Path) -> None:
+def test_eval_prints_what_loaded_and_what_was_skipped(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / "run"
-    proc = subprocess.run(
+    proc = run_child(
         [sys.executable, "-m", "arlkit", "eval", "--env", "terminal", "--env-arg", f"data_dir={MIXED}", "--policy",
          "oracle", "--split", "train", "--tasks", "1", "--samples", "1", "--budgets", "1", "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True,
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
     assert lines[0] == f"terminal: {HEADLINE}"
     assert lines[1:6] == [f"terminal:   skipped {name}: {reason}" for name, (_, reason) in sorted(SKIPPED.items())]

@@ -8,7 +8,6 @@ import gzip
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -263,23 +262,25 @@ def test_missing_and_ambiguous_files_are_named(tmp_path: Path) -> None:
         make("webshop", data_dir=str(tmp_path), products_file="items_shuffle.json").tasks("test", 1)
 
 
-def _eval(out: Path, *args: str) -> list[dict[str, str]]:
-    done = subprocess.run([sys.executable, "-m", "arlkit", "eval", "--out", str(out), "--env", "webshop", *args],
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
+def _eval(run_child, out: Path, *args: str) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
+    done = run_child([sys.executable, "-m", "arlkit", "eval", "--out", str(out), "--env", "webshop", *args],
+                     capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return [r for r in csv.DictReader(open(out / "passkt.csv")) if r["k"] == "1"]
 
 
-def test_arlkit_eval_oracle_reaches_pass_one_at_t_max_and_the_bound_below(tmp_path: Path) -> None:
-    rows = _eval(tmp_path / "announced", "--policy", "oracle", "--tasks", "500", "--samples", "1", "--budgets", "3,4,8,15")
+def test_arlkit_eval_oracle_reaches_pass_one_at_t_max_and_the_bound_below(  # type: ignore[no-untyped-def]
+        tmp_path: Path, run_child) -> None:
+    rows = _eval(run_child, tmp_path / "announced", "--policy", "oracle", "--tasks", "500", "--samples", "1",
+                 "--budgets", "3,4,8,15")
     by_t = {int(r["T"]): r for r in rows}
     assert float(by_t[15]["pass"]) == 1.0
     one_option = sum(len(t.payload["options"]) == 1 for t in make("webshop").tasks("test", 500)) / 500
     assert 0.0 < one_option < 1.0 and float(by_t[3]["pass"]) == 0.0
     assert float(by_t[4]["pass"]) == pytest.approx(one_option, abs=1e-9) and float(by_t[8]["pass"]) == 1.0
     assert all(float(r["pass"]) == pytest.approx(float(r["expected_optimum"]), abs=1e-9) for r in rows)
-    hidden = _eval(tmp_path / "hidden", "--policy", "oracle", "--policy", "random", "--tasks", "60", "--samples", "2",
-                   "--budgets", "4,15", "--budget-mode", "hidden")  # fmt: skip
+    hidden = _eval(run_child, tmp_path / "hidden", "--policy", "oracle", "--policy", "random", "--tasks", "60",
+                   "--samples", "2", "--budgets", "4,15", "--budget-mode", "hidden")  # fmt: skip
     oracle = [r for r in hidden if r["policy"] == "oracle"]
     assert all(float(r["pass"]) == pytest.approx(float(r["expected_optimum"]), abs=1e-9) for r in oracle)
     lines = [json.loads(line) for line in open(tmp_path / "hidden" / "trajectories.jsonl")]

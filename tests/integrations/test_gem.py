@@ -31,21 +31,23 @@ import gem_fixtures  # noqa: E402 - registers the test games in GEM's registry
 GUESS = "game:GuessTheNumber-v0-hard"
 
 
-def _eval(out: Path, *args: str, log: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _eval(  # type: ignore[no-untyped-def]
+        run_child, out: Path, *args: str, log: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     if log is not None:
         env[gem_fixtures.LOG_ENV] = str(log)
-    return subprocess.run([sys.executable, "-m", "arlkit", "eval", "--env", "gem", *args, "--bootstrap", "100",
-                           "--out", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    return run_child([sys.executable, "-m", "arlkit", "eval", "--env", "gem", *args, "--bootstrap", "100",
+                      "--out", str(out)], capture_output=True, text=True, env=env)
 
 
 def _trajectories(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
 
 
-def test_guess_the_number_under_arlkit_eval_with_announced_budgets(tmp_path: Path) -> None:
-    done = _eval(tmp_path / "ev", "--env-arg", f"id={GUESS}", "--policy", "gem_fixtures:bisect", "--tasks", "8",
-                 "--samples", "4", "--budgets", "2,4,full")
+def test_guess_the_number_under_arlkit_eval_with_announced_budgets(  # type: ignore[no-untyped-def]
+        tmp_path: Path, run_child) -> None:
+    done = _eval(run_child, tmp_path / "ev", "--env-arg", f"id={GUESS}", "--policy", "gem_fixtures:bisect",
+                 "--tasks", "8", "--samples", "4", "--budgets", "2,4,full")
     assert done.returncode == 0, done.stderr[-2000:]
     rows = list(csv.DictReader(open(tmp_path / "ev" / "passkt.csv")))
     cells = {(int(r["T"]), int(r["k"])): float(r["pass"]) for r in rows}
@@ -63,10 +65,12 @@ def test_guess_the_number_under_arlkit_eval_with_announced_budgets(tmp_path: Pat
                for t in trajectories if t["success"])
 
 
-def test_a_game_ended_by_its_own_limit_is_no_success_and_every_env_is_closed(tmp_path: Path) -> None:
+def test_a_game_ended_by_its_own_limit_is_no_success_and_every_env_is_closed(  # type: ignore[no-untyped-def]
+        tmp_path: Path, run_child) -> None:
     log = tmp_path / "log.txt"
-    done = _eval(tmp_path / "ev", "--env-arg", "id=arlkit-test:Milestones-v0", "--env-arg", "module=gem_fixtures",
-                 "--policy", "gem_fixtures:stubborn", "--tasks", "3", "--samples", "2", "--budgets", "full", log=log)
+    done = _eval(run_child, tmp_path / "ev", "--env-arg", "id=arlkit-test:Milestones-v0",
+                 "--env-arg", "module=gem_fixtures", "--policy", "gem_fixtures:stubborn", "--tasks", "3", "--samples", "2",
+                 "--budgets", "full", log=log)
     assert done.returncode == 0, done.stderr[-2000:]
     trajectories = _trajectories(tmp_path / "ev")
     assert len(trajectories) == 6
@@ -190,9 +194,10 @@ def test_arlkit_envs_through_gems_make_wrappers_and_vector_env() -> None:
         (["id=arlkit-test:Broken-v0", "module=gem_fixtures"], "LookupError: ***** Resource words not found."),
     ],
 )
-def test_bad_gem_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
-    done = _eval(tmp_path / "ev", *[p for a in args for p in ("--env-arg", a)], "--policy", "gem_fixtures:stubborn",
-                 "--tasks", "2")
+def test_bad_gem_input_is_one_line_and_exit_2(  # type: ignore[no-untyped-def]
+        tmp_path: Path, args: list[str], needle: str, run_child) -> None:
+    done = _eval(run_child, tmp_path / "ev", *[p for a in args for p in ("--env-arg", a)],
+                 "--policy", "gem_fixtures:stubborn", "--tasks", "2")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and needle in lines[0], lines

@@ -4,7 +4,6 @@ the ``arlkit/<name>-v0`` ids; a Gymnasium text env runs through ``arlkit eval``.
 from __future__ import annotations
 
 import csv
-import subprocess
 import sys
 from pathlib import Path
 
@@ -93,22 +92,23 @@ def test_a_gymnasium_text_env_becomes_an_arlkit_env() -> None:
     assert discrete.step("1").valid and not discrete.step("7").valid and not discrete.step("left").valid
 
 
-def test_arlkit_eval_runs_on_a_gymnasium_env(tmp_path: Path) -> None:
+def test_arlkit_eval_runs_on_a_gymnasium_env(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     base = [sys.executable, "-m", "arlkit", "eval", "--env", "gymnasium", "--policy", "random", "--tasks", "3",
             "--samples", "2", "--budgets", "full", "--bootstrap", "100"]
-    done = subprocess.run([*base, "--out", str(tmp_path / "ev"), "--env-arg", "id=arlkit/guess-number-v0"],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2 and "needs an environment with a finite action set" in done.stderr  # Text actions
-    done = subprocess.run([*base, "--out", str(tmp_path / "cp"), "--env-arg", "id=CartPole-v1",
-                           "--env-arg", "render=builtins:repr"], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_child([*base, "--out", str(tmp_path / "ev"), "--env-arg", "id=arlkit/guess-number-v0"],
+                     capture_output=True, text=True)
+    assert done.returncode == 2 and "needs an environment with a finite action set" in done.stderr, (  # Text actions
+        done.stderr[-2000:])
+    done = run_child([*base, "--out", str(tmp_path / "cp"), "--env-arg", "id=CartPole-v1",
+                      "--env-arg", "render=builtins:repr"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = list(csv.DictReader(open(tmp_path / "cp" / "passkt.csv")))
     assert rows and rows[0]["env"] == "gymnasium" and rows[0]["n_tasks"] == "3"
     module = tmp_path / "bisect_policy.py"
     module.write_text(BISECT)
-    done = subprocess.run([sys.executable, "-c", RUN_EVAL.format(out=tmp_path / "ev2")], capture_output=True, text=True,
-                          timeout=300, cwd=tmp_path, env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_child([sys.executable, "-c", RUN_EVAL.format(out=tmp_path / "ev2")], capture_output=True, text=True,
+                     cwd=tmp_path, env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = list(csv.DictReader(open(tmp_path / "ev2" / "passkt.csv")))
     assert rows and all(float(r["pass"]) == 1.0 for r in rows if r["k"] == "1" and r["policy"] == "bisect")
 

@@ -50,7 +50,7 @@ def _listening() -> socket.socket:
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+def servers(tmp_path_factory: pytest.TempPathFactory, finish_child) -> Iterator[dict[str, str]]:  # type: ignore[no-untyped-def]
     """arlkit's frozenlake served at most 2 sessions at once, and the OpenEnv coin game (4), both
     started at once; their output goes to files (a pipe nobody reads would stall them when full)."""
     logs = tmp_path_factory.mktemp("openenv-servers")
@@ -73,14 +73,14 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
         for process in started.values():
             process.terminate()
         for process in started.values():
-            process.wait(timeout=30)
+            finish_child(process)
         for sock in sockets.values():
             sock.close()
 
 
-def _eval(out: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "arlkit", "eval", "--env", "openenv", "--bootstrap", "100",
-                           "--out", str(out), *args], capture_output=True, text=True, timeout=300, env=ENV, cwd=ROOT)
+def _eval(run_child, out: Path, *args: str) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
+    return run_child([sys.executable, "-m", "arlkit", "eval", "--env", "openenv", "--bootstrap", "100",
+                      "--out", str(out), *args], capture_output=True, text=True, env=ENV, cwd=ROOT)
 
 
 def _trajectories(out: Path) -> list[dict]:
@@ -163,11 +163,12 @@ def test_the_engine_keeps_no_more_trajectories_than_the_server_has_sessions(serv
     assert after["sessions_closed"] - before["sessions_closed"] == 9  # the engine closes every trajectory's env
 
 
-def test_arlkit_eval_over_openenv_both_ways(servers: dict[str, str], tmp_path: Path) -> None:
+def test_arlkit_eval_over_openenv_both_ways(  # type: ignore[no-untyped-def]
+        servers: dict[str, str], tmp_path: Path, run_child) -> None:
     url = servers["arlkit"]
     before = _get(url + "/arlkit")
-    done = _eval(tmp_path / "fl", "--env-arg", f"url={url}", "--policy", "random", "--tasks", "3", "--samples", "2",
-                 "--budgets", "2,4")
+    done = _eval(run_child, tmp_path / "fl", "--env-arg", f"url={url}", "--policy", "random", "--tasks", "3",
+                 "--samples", "2", "--budgets", "2,4")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = list(csv.DictReader(open(tmp_path / "fl" / "passkt.csv")))
     assert {(r["T"], r["k"]) for r in rows} == {("2", "1"), ("2", "2"), ("4", "1"), ("4", "2")}
@@ -180,12 +181,13 @@ def test_arlkit_eval_over_openenv_both_ways(servers: dict[str, str], tmp_path: P
     assert after["sessions_closed"] - before["sessions_closed"] == 12 and after["active_sessions"] == 0
 
 
-def test_success_needs_the_games_own_end_without_truncation(servers: dict[str, str], tmp_path: Path) -> None:
+def test_success_needs_the_games_own_end_without_truncation(  # type: ignore[no-untyped-def]
+        servers: dict[str, str], tmp_path: Path, run_child) -> None:
     url = servers["game"]
     before = _get(url + "/counts")
-    done = _eval(tmp_path / "coins", "--env-arg", f"url={url}", "--env-arg", "t_max=5", "--env-arg", "max_sessions=4",
-                 "--policy", "openenv_game:scripted:greedy", "--policy", "openenv_game:scripted:once",
-                 "--tasks", "2", "--samples", "2", "--budgets", "2,5")
+    done = _eval(run_child, tmp_path / "coins", "--env-arg", f"url={url}", "--env-arg", "t_max=5",
+                 "--env-arg", "max_sessions=4", "--policy", "openenv_game:scripted:greedy",
+                 "--policy", "openenv_game:scripted:once", "--tasks", "2", "--samples", "2", "--budgets", "2,5")
     assert done.returncode == 0, done.stderr[-3000:]
     by = {}
     for t in _trajectories(tmp_path / "coins"):
@@ -223,7 +225,8 @@ runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
 """
 
 
-def test_bad_input_is_one_line_with_exit_code_2(servers: dict[str, str], tmp_path: Path) -> None:
+def test_bad_input_is_one_line_with_exit_code_2(  # type: ignore[no-untyped-def]
+        servers: dict[str, str], tmp_path: Path, finish_child) -> None:
     base = ["--policy", "random", "--tasks", "1", "--samples", "1", "--budgets", "2"]
     (tmp_path / "without_openenv.py").write_text(WITHOUT_OPENENV)
     runs = {
@@ -240,7 +243,7 @@ def test_bad_input_is_one_line_with_exit_code_2(servers: dict[str, str], tmp_pat
     }
     started = {name: subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
                for name, cmd in runs.items()}
-    outputs = {name: (p.communicate(timeout=300), p.returncode) for name, p in started.items()}
+    outputs = {name: (finish_child(p), p.returncode) for name, p in started.items()}
     expected = {"missing": f"the openenv adapter needs openenv-core: pip install -e '{Path(__file__).resolve().parents[2]}[openenv]'",
                 "unreachable": "cannot read the OpenEnv server", "scheme": "must start with one of: http://",
                 "field": "has no field 'moov'; valid choices: move", "server": "frozenlak"}

@@ -47,10 +47,9 @@ def _jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _arlkit(*args: str) -> subprocess.CompletedProcess[str]:
+def _arlkit(run_child, *args: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-m", "arlkit", *args], capture_output=True, text=True, env=env,
-                          timeout=240)
+    return run_child([sys.executable, "-m", "arlkit", *args], capture_output=True, text=True, env=env)
 
 
 def _trajectories(out: Path) -> list[dict[str, Any]]:
@@ -64,10 +63,11 @@ def sql(fx: ModuleType, tmp_path: Path) -> tuple[Path, str]:
     return _jsonl(tmp_path / "sql.jsonl", fx.sql_rows()), json.dumps({"db_path": str(root)})
 
 
-def test_text2sql_passkt_with_announced_budgets_and_whole_replies(sql: tuple[Path, str], tmp_path: Path) -> None:
+def test_text2sql_passkt_with_announced_budgets_and_whole_replies(  # type: ignore[no-untyped-def]
+        sql: tuple[Path, str], tmp_path: Path, run_child) -> None:
     data, env_config = sql
     out = tmp_path / "run"
-    done = _arlkit("eval", "--env", "skyrl-gym", "--env-arg", f"data={data}", "--env-arg", "id=text2sql",
+    done = _arlkit(run_child, "eval", "--env", "skyrl-gym", "--env-arg", f"data={data}", "--env-arg", "id=text2sql",
                    "--env-arg", f"env_config={env_config}", "--policy", f"{FIXTURES}:sql_policy",
                    "--tasks", "3", "--samples", "4", "--budgets", "1,2,4", "--out", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
@@ -89,10 +89,11 @@ def test_text2sql_passkt_with_announced_budgets_and_whole_replies(sql: tuple[Pat
     assert "T_max = 5" in (out / "summary.md").read_text()  # text2sql's own max_turns
 
 
-def test_turn_limit_keeps_partial_reward_without_success_and_closes_every_env(fx: ModuleType, tmp_path: Path) -> None:
+def test_turn_limit_keeps_partial_reward_without_success_and_closes_every_env(  # type: ignore[no-untyped-def]
+        fx: ModuleType, tmp_path: Path, run_child) -> None:
     data = _jsonl(tmp_path / "gsm.jsonl", fx.gsm8k_rows(2))
     log, out = tmp_path / "made-closed.log", tmp_path / "run"
-    done = _arlkit("eval", "--env", "skyrl-gym", "--env-arg", f"data={data}",
+    done = _arlkit(run_child, "eval", "--env", "skyrl-gym", "--env-arg", f"data={data}",
                    "--env-arg", f"id={FIXTURES}:counting-gsm8k", "--env-arg", f"env_config={json.dumps({'log': str(log)})}",
                    "--policy", f"{FIXTURES}:gsm8k_policy:last-right", "--tasks", "2", "--samples", "4",
                    "--budgets", "1,3", "--out", str(out))
@@ -184,21 +185,22 @@ def test_rows_from_parquet_are_the_same_tasks(sql: tuple[Path, str], tmp_path: P
     (["id=no_such_module:text2sql"], "cannot import no_such_module"),
     (["data=no/such/rows.jsonl"], "data file not found: no/such/rows.jsonl"),
 ])
-def test_bad_input_is_one_line_exit_2(sql: tuple[Path, str], tmp_path: Path, args: list[str], expected: str) -> None:
+def test_bad_input_is_one_line_exit_2(  # type: ignore[no-untyped-def]
+        sql: tuple[Path, str], tmp_path: Path, args: list[str], expected: str, run_child) -> None:
     given = args if args[0].startswith("data=") else [f"data={sql[0]}", *args]
     env_args = [x for a in given for x in ("--env-arg", a)]
-    done = _arlkit("eval", "--env", "skyrl-gym", *env_args, "--policy", f"{FIXTURES}:sql_policy", "--tasks", "1",
+    done = _arlkit(run_child, "eval", "--env", "skyrl-gym", *env_args, "--policy", f"{FIXTURES}:sql_policy", "--tasks", "1",
                    "--samples", "1", "--budgets", "1", "--out", str(tmp_path / "run"))
-    assert done.returncode == 2 and expected in done.stderr
+    assert done.returncode == 2 and expected in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_a_missing_package_names_the_extra(tmp_path: Path) -> None:
+def test_a_missing_package_names_the_extra(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     code = ("import sys; sys.modules['skyrl_gym'] = None\nfrom arlkit.cli import main\n"
             f"sys.exit(main(['eval', '--env', 'skyrl-gym', '--env-arg', 'data=x.jsonl', '--out', {str(tmp_path)!r}]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    done = run_child([sys.executable, "-c", code], capture_output=True, text=True)
     hint = f"needs skyrl-gym: pip install -e '{Path(__file__).resolve().parents[2]}[skyrl]'"  # this checkout
-    assert done.returncode == 2 and hint in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert done.returncode == 2 and hint in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -90,8 +89,8 @@ def test_a_tool_call_runs_through_trls_loop_into_the_environment(tmp_path: Path)
     assert "rewards/arlkit_frozenlake/mean" in logged
 
 
-def test_the_example_trains_two_steps_on_a_cpu(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "examples" / "trl_grpo_frozenlake.py"), "--steps", "2", "--tasks", "4",
-                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_the_example_trains_two_steps_on_a_cpu(tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
+    done = run_child([sys.executable, str(ROOT / "examples" / "trl_grpo_frozenlake.py"), "--steps", "2", "--tasks", "4",
+                      "--out", str(tmp_path / "run")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "trained 2 steps" in done.stdout and (tmp_path / "run" / "model" / "model.safetensors").exists()

@@ -39,18 +39,18 @@ def _arlkit(*args: str, log: Path | None = None) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
-def _finish(proc: subprocess.Popen) -> tuple[int, str]:
-    _, err = proc.communicate(timeout=300)
+def _finish(finish_child, proc: subprocess.Popen) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    _, err = finish_child(proc)
     return proc.returncode, err
 
 
-def test_arlkit_eval_on_a_verifiers_env_and_the_bridge_errors(tmp_path: Path) -> None:
+def test_arlkit_eval_on_a_verifiers_env_and_the_bridge_errors(tmp_path: Path, finish_child) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "lifecycle.log"
     out = tmp_path / "guess"
     runs = {"eval": _arlkit("--env-arg", "id=vf_guess", "--policy", "vf_guess:bisect", "--policy", "vf_guess:bisect:1",
                             "--tasks", "4", "--samples", "2", "--budgets", "2,6", "--out", str(out), log=log)}
     runs["typo"] = _arlkit("--env-arg", "id=vf_gues", "--policy", "vf_guess:bisect", "--out", str(tmp_path / "typo"))
-    results = {name: _finish(proc) for name, proc in runs.items()}
+    results = {name: _finish(finish_child, proc) for name, proc in runs.items()}
 
     code, err = results["typo"]
     lines = [line for line in err.splitlines() if line.strip()]

@@ -6,7 +6,6 @@ nothing is trained."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,11 +30,11 @@ CASES = [  # launcher, model size, estimator, trainer mode, layout
 
 
 @pytest.mark.parametrize(("script", "size", "estimator", "mode", "layout"), CASES)
-def test_launcher_composes_a_valid_verl_config(script: str, size: str, estimator: str, mode: str, layout: str,
-                                                tmp_path: Path) -> None:
+def test_launcher_composes_a_valid_verl_config(  # type: ignore[no-untyped-def]
+        script: str, size: str, estimator: str, mode: str, layout: str, tmp_path: Path, run_child) -> None:
     env = {**os.environ, "DRY_RUN": "1", "MODEL_SIZE": size, "ROWS": "8", "VAL_ROWS": "4",
            "DATA_DIR": str(tmp_path), "PYTHON": sys.executable}
-    out = subprocess.run(["bash", str(EXAMPLES / script)], env=env, capture_output=True, text=True, timeout=600)
+    out = run_child(["bash", str(EXAMPLES / script)], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     config = OmegaConf.create(yaml.safe_load(out.stdout))
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))

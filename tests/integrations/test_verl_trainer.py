@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import subprocess
 import sys
 from typing import Any
 
@@ -206,14 +205,14 @@ def test_other_estimators_run_verls_own_path(played: dict[str, Any], tokenizer: 
     torch.testing.assert_close(queue.written["advantages"].to_padded_tensor(padding=0.0), grpo, atol=1e-6, rtol=1e-6)
 
 
-def test_import_verl_registers_the_trainer_modes_only_with_verls_trainer() -> None:
+def test_import_verl_registers_the_trainer_modes_only_with_verls_trainer(run_child) -> None:  # type: ignore[no-untyped-def]
     code = (
         "import sys, verl\n"
         "assert 'arlkit.integrations.verl_trainer' not in sys.modules and 'verl.trainer.ppo.v1' not in sys.modules\n"
         "from verl.trainer.ppo.v1 import get_trainer_cls\n"
         "print(*(get_trainer_cls(m).__module__ for m in ('arlkit', 'arlkit_colocate_async', 'arlkit_separate_async')))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = run_child([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert out.stdout.split() == ["arlkit.integrations.verl_trainer"] * 3
     assert get_trainer_cls("arlkit") is ArlkitTrainer

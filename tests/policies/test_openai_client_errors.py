@@ -4,7 +4,6 @@ against small HTTP servers on 127.0.0.1 that answer as vLLM and FastAPI do."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -130,18 +129,18 @@ def test_the_api_key_variable_can_be_chosen(server: tuple[str, type[_Handler]],
         BackendOptions(api_key_env="MY-KEY")
 
 
-def test_the_cli_flag_reaches_the_server_and_a_redirect_is_one_line(
-        server: tuple[str, type[_Handler]], redirecting: tuple[str, type[_Handler]], tmp_path: Any) -> None:
+def test_the_cli_flag_reaches_the_server_and_a_redirect_is_one_line(  # type: ignore[no-untyped-def]
+        server: tuple[str, type[_Handler]], redirecting: tuple[str, type[_Handler]], tmp_path: Any, run_child) -> None:
     root, handler = server
     command = [sys.executable, "-m", "arlkit", "eval", "--env", "frozenlake", "--env-arg", "size=3", "--tasks", "1",
                "--samples", "1", "--budgets", "2", "--api-key-env", "ARLKIT_TEST_KEY"]
     env = {"PATH": "/usr/bin:/bin", "ARLKIT_TEST_KEY": "sk-flag"}
-    done = subprocess.run([*command, "--policy", f"openai:m@{root}/v1", "--out", str(tmp_path / "a")],
-                          capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = run_child([*command, "--policy", f"openai:m@{root}/v1", "--out", str(tmp_path / "a")],
+                     capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert handler.keys and set(handler.keys) == {"Bearer sk-flag"}
-    moved = subprocess.run([*command, "--policy", f"openai:m@{redirecting[0]}/v1", "--out", str(tmp_path / "b")],
-                           capture_output=True, text=True, timeout=300, env=env)
+    moved = run_child([*command, "--policy", f"openai:m@{redirecting[0]}/v1", "--out", str(tmp_path / "b")],
+                      capture_output=True, text=True, env=env)
     assert moved.returncode == 2, moved.stderr[-2000:]
     assert "Traceback" not in moved.stderr
     lines = [line for line in moved.stderr.splitlines() if line.strip()]

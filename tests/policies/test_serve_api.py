@@ -209,7 +209,8 @@ def test_content_parts_and_null_content_are_accepted(client: openai.OpenAI) -> N
             {"type": "image_url", "image_url": {"url": "data:,"}}]}])
 
 
-def test_the_serve_command_starts_answers_and_shuts_down_on_ctrl_c(tiny_model_dir, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_serve_command_starts_answers_and_shuts_down_on_ctrl_c(  # type: ignore[no-untyped-def]
+        tiny_model_dir, tmp_path, run_child, finish_child) -> None:
     import signal
     import subprocess
     import sys
@@ -224,14 +225,13 @@ def test_the_serve_command_starts_answers_and_shuts_down_on_ctrl_c(tiny_model_di
             assert c.models.retrieve("nano").id == "nano"
             assert c.chat.completions.create(model="nano", messages=MESSAGES, max_tokens=4).choices
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) in (0, 130)  # 130: the shell's code for an interrupted command
-        said = proc.stdout.read() + proc.stderr.read()  # type: ignore[union-attr]
+        said = "".join(finish_child(proc))
+        assert proc.returncode in (0, 130), said  # 130: the shell's code for an interrupted command
         assert "Traceback" not in said and "resume" not in said
         assert "stopped; answered 1 request(s)" in said, said
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    bad = subprocess.run([sys.executable, "-m", "arlkit", "serve", str(tmp_path / "missing")], capture_output=True,
-                         text=True, timeout=120)
-    assert bad.returncode == 2 and "error" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run_child([sys.executable, "-m", "arlkit", "serve", str(tmp_path / "missing")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "error" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr

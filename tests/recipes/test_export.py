@@ -24,17 +24,19 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _export(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "arlkit", "export", *args], capture_output=True, text=True, timeout=300)
+def _export(run_child, *args: str) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    return run_child([sys.executable, "-m", "arlkit", "export", *args], capture_output=True, text=True)
 
 
-def test_parquet_and_hf_round_trips(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parquet_and_hf_round_trips(  # type: ignore[no-untyped-def]
+        run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_child) -> None:
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     source = read_trajectories(run / "trajectories.jsonl")
     n_turns = sum(len(t.turns) for t in source)
-    proc = _export(str(run), "--out", str(tmp_path / "pq"))
-    assert proc.returncode == 0 and f"exported {len(source)} trajectories and {n_turns} turns" in proc.stdout, proc.stderr
+    proc = _export(run_child, str(run), "--out", str(tmp_path / "pq"))
+    assert proc.returncode == 0 and f"exported {len(source)} trajectories and {n_turns} turns" in proc.stdout, (
+        proc.stdout + proc.stderr)
     cache = str(tmp_path / "cache")  # datasets reads HF_DATASETS_CACHE at import: name the cache, or an old one is read
     trajectories = datasets.load_dataset(str(tmp_path / "pq"), "trajectories", split="train", cache_dir=cache)
     turns = datasets.load_dataset(str(tmp_path / "pq"), "turns", split="train", cache_dir=cache)
@@ -54,17 +56,17 @@ def test_parquet_and_hf_round_trips(run: Path, tmp_path: Path, monkeypatch: pyte
     assert len(row["messages"]) == 2 + 2 * n and row["actions"] == [x.action for x in first.turns]
     assert sum(r["success"] for r in trajectories) == sum(t.success for t in source)
     assert {r["policy"] for r in turns} == {"oracle", "random"} and all(r["remaining"] >= 1 for r in turns)
-    proc = _export(str(run), "--format", "hf", "--out", str(tmp_path / "hf"))
+    proc = _export(run_child, str(run), "--format", "hf", "--out", str(tmp_path / "hf"))
     assert proc.returncode == 0, proc.stderr
     again = datasets.load_from_disk(str(tmp_path / "hf" / "turns"))
     assert len(again) == n_turns and again[0]["reply"] == source[0].turns[0].reply
 
 
-def test_bad_input_is_one_line(run: Path, tmp_path: Path) -> None:
+def test_bad_input_is_one_line(run: Path, tmp_path: Path, run_child) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     for args, message in (([str(tmp_path), "--out", str(tmp_path / "o")], "no trajectories.jsonl"),
                           ([str(run), "--out", str(tmp_path / "full")], "is not an empty folder"),
                           ([str(run), "--format", "csv", "--out", str(tmp_path / "o")], "invalid choice: 'csv'")):  # fmt: skip
-        proc = _export(*args)
+        proc = _export(run_child, *args)
         assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -66,7 +66,7 @@ print('finished')
 """
 
 
-def test_a_job_runs_while_its_parent_lives() -> None:
+def test_a_job_runs_while_its_parent_lives(run_child) -> None:  # type: ignore[no-untyped-def]
     # Twenty checks of a live parent must not end the job.
-    done = subprocess.run([sys.executable, "-c", LIVE_PARENT], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "finished", done.stderr
+    done = run_child([sys.executable, "-c", LIVE_PARENT], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "finished", done.stdout + done.stderr

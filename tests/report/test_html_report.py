@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +33,6 @@ from arlkit.report.html import SECTION_TITLES, write_html_report
 from arlkit.rollout.records import read_trajectories
 
 BASE, RL = "noisy-oracle:0.6", "noisy-oracle:0.2"
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-APT_LINE = "apt-get install -y --no-install-recommends chromium"
 
 
 @dataclass
@@ -105,42 +102,9 @@ def test_report_lists_what_it_could_not_include(sources: list[Path], tmp_path: P
     assert main(["report", str(tmp_path / "empty"), "--out", str(out)]) == 2
 
 
-def _chromium() -> str | None:
-    for name in CHROMIUM_NAMES:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def _render(page: Path, tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    browser = _chromium()
-    if browser is None:
-        pytest.skip(f"no Chromium on this machine (looked for {', '.join(CHROMIUM_NAMES)}); install it with: {APT_LINE}")
-    command = [
-        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-extensions",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}", "--enable-logging=stderr", "--v=0",
-        "--virtual-time-budget=5000", *flags, page.resolve().as_uri(),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done
-
-
-def test_report_renders_in_headless_chromium(report, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    done = _render(report.path, tmp_path, "--dump-dom")
-    dom = done.stdout
-    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line]
-    assert console == [], console  # the page logs nothing: no errors, no warnings
-    body = re.search(r"<body([^>]*)>", dom)
-    assert body is not None, dom[:500]
-    attrs = dict(re.findall(r'([\w-]+)="([^"]*)"', body.group(1)))
-    assert attrs.get("data-rendered") == "ok"  # the load handler ran: the page finished loading
-    assert attrs.get("data-broken-images") == "0" and int(attrs["data-images"]) >= 9
-    assert attrs.get("data-missing-sections") == ""
-    html_tag = re.search(r"<html([^>]*)>", dom)
-    assert html_tag is not None and "data-errors" not in html_tag.group(1)  # no script or resource error was caught
+def test_report_renders_in_headless_chromium(report, tmp_path: Path, rendered_page) -> None:  # type: ignore[no-untyped-def]
+    dom, attrs = rendered_page(report.path, tmp_path)
+    assert int(attrs["data-images"]) >= 9
     for key in report.sections:
         assert f'<section id="{key}">' in dom
     assert dom.count("<svg") >= 2
@@ -254,8 +218,8 @@ def test_runs_that_cannot_merge_stand_alone(merged_root: Path, tmp_path: Path) -
     assert [s.label for s in groups[0].surfaces] == ["oracle"]
 
 
-def test_merged_report_renders_in_headless_chromium(merged_report, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    done = _render(merged_report.path, tmp_path, "--dump-dom")
+def test_merged_report_renders_in_headless_chromium(merged_report, tmp_path: Path, chromium) -> None:  # type: ignore[no-untyped-def]
+    done = chromium(merged_report.path, tmp_path, "--dump-dom")
     dom = done.stdout
     assert [line for line in done.stderr.splitlines() if ":CONSOLE" in line or "Uncaught" in line] == []
     body = re.search(r"<body([^>]*)>", dom)
@@ -265,7 +229,7 @@ def test_merged_report_renders_in_headless_chromium(merged_report, tmp_path: Pat
     images = _images(merged_report.path.read_text(encoding="utf-8"))
     assert attrs.get("data-broken-images") == "0" and int(attrs["data-images"]) == len(images) >= 5
     shot = tmp_path / "report.png"
-    _render(merged_report.path, tmp_path, f"--screenshot={shot}", "--window-size=1280,2400", "--hide-scrollbars")
+    chromium(merged_report.path, tmp_path, f"--screenshot={shot}", "--window-size=1280,2400", "--hide-scrollbars")
     from PIL import Image
 
     with Image.open(shot) as image:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -89,7 +88,7 @@ def test_each_side_sees_only_its_own_processes_and_private_folders(level: str) -
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv") or not shutil.which("bwrap")
                     or not os.path.exists("/usr/bin/python3"),
                     reason="needs root (to become a normal user), setpriv, bwrap and /usr/bin/python3")
-def test_a_normal_user_gets_the_same_separation_through_user_namespaces() -> None:
+def test_a_normal_user_gets_the_same_separation_through_user_namespaces(run_child) -> None:  # type: ignore[no-untyped-def]
     """Without root, the launcher makes a user namespace for each side (to mount its /proc)."""
     src = os.path.dirname(os.path.dirname(os.path.abspath(__import__("arlkit").__file__)))
     script = textwrap.dedent(f'''
@@ -107,11 +106,11 @@ def test_a_normal_user_gets_the_same_separation_through_user_namespaces() -> Non
     as_nobody = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/python3", "-c"]
     env = {"PATH": "/usr/bin:/bin", "HOME": home, "XDG_CACHE_HOME": home}
     try:
-        probe = subprocess.run([*as_nobody, f"import sys; sys.path.insert(0, {src!r}); import arlkit.sandbox"],
-                               capture_output=True, text=True, timeout=60, env=env)
+        probe = run_child([*as_nobody, f"import sys; sys.path.insert(0, {src!r}); import arlkit.sandbox"],
+                          capture_output=True, text=True, env=env)
         if probe.returncode != 0:
             pytest.skip(f"a normal user cannot import arlkit.sandbox from {src}: {probe.stderr.strip()[-200:]}")
-        result = subprocess.run([*as_nobody, script], capture_output=True, text=True, timeout=120, env=env)
+        result = run_child([*as_nobody, script], capture_output=True, text=True, env=env)
     finally:
         shutil.rmtree(home, ignore_errors=True)
     if "bwrap" in result.stderr and "not available" in result.stderr:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +45,23 @@ def bc_dir(tmp_path_factory: pytest.TempPathFactory, nano_dir: Path) -> Path:
                        tasks=24, samples=2, prompt=PromptConfig(history=1), steps=40, batch_rows=32,
                        optim=OptimConfig(lr=3e-3, warmup_steps=4))
     return run_sft(config, tmp_path_factory.mktemp("bc"), progress=False).model_dir
+
+
+@dataclasses.dataclass(frozen=True)
+class QuickDemo:
+    out: Path
+    done: subprocess.CompletedProcess
+    wall: float
+
+
+@pytest.fixture(scope="session")
+def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> QuickDemo:
+    """One ``arlkit demo --quick`` run (about 4 minutes on 2 cores) shared by the tests that read it (the demo's
+    own tests, and the study of the two tiny models it trains). It runs to the end however long a loaded
+    machine makes it take: the suite's own limit bounds it."""
+    out = tmp_path_factory.mktemp("quick") / "demo"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    t0 = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--out", str(out)], env=env,
+                          capture_output=True, text=True)
+    return QuickDemo(out, done, time.monotonic() - t0)

@@ -7,10 +7,9 @@ import dataclasses
 import json
 import os
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,26 +17,8 @@ from arlkit.rollout.prompts import COMPACT_PROMPT_VERSION
 from arlkit.train import audit_run, read_metrics
 
 
-@dataclasses.dataclass(frozen=True)
-class QuickDemo:
-    out: Path
-    done: subprocess.CompletedProcess
-    wall: float
-
-
-@pytest.fixture(scope="module")
-def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> QuickDemo:
-    """One ``arlkit demo --quick`` run (about 4 minutes on 2 cores) shared by the tests that read it."""
-    out = tmp_path_factory.mktemp("quick") / "demo"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    t0 = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--out", str(out)], env=env,
-                          capture_output=True, text=True, timeout=900)
-    return QuickDemo(out, done, time.monotonic() - t0)
-
-
 @pytest.mark.slow
-def test_demo_quick_writes_every_file(quick_demo: QuickDemo) -> None:
+def test_demo_quick_writes_every_file(quick_demo: Any) -> None:
     out, done, wall = quick_demo.out, quick_demo.done, quick_demo.wall
     assert done.returncode == 0, done.stderr[-3000:]
     assert "everything is in" in done.stdout and "BudgetMix - Full" in done.stdout
@@ -114,7 +95,7 @@ at Pass@8, so no tolerance between families is principled."""
 
 
 @pytest.mark.slow
-def test_demo_quick_table_is_the_recorded_one(quick_demo: QuickDemo) -> None:
+def test_demo_quick_table_is_the_recorded_one(quick_demo: Any) -> None:
     """The seeded quick demo is deterministic: on a CPU of a recorded kernel family its table is byte for byte
     the recorded one."""
     import torch
@@ -130,7 +111,7 @@ def test_demo_quick_table_is_the_recorded_one(quick_demo: QuickDemo) -> None:
 
 
 @pytest.mark.slow
-def test_a_rerun_with_other_rl_seeds_reuses_the_runs(quick_demo: QuickDemo, tmp_path: Path) -> None:
+def test_a_rerun_with_other_rl_seeds_reuses_the_runs(quick_demo: Any, tmp_path: Path, run_child: Any) -> None:
     """``--rl-seeds 1`` into a copy of the quick demo (seeds 0 and 1): nothing is cloned, trained or
     evaluated again, the tables hold seed 1 alone (the numbers of the first run's seed-1 rows), and
     the step-level analyses, which compared Base with seed 0's Full run, are redone for seed 1's."""
@@ -139,8 +120,8 @@ def test_a_rerun_with_other_rl_seeds_reuses_the_runs(quick_demo: QuickDemo, tmp_
     assert quick_demo.done.returncode == 0, quick_demo.done.stderr[-3000:]
     out = tmp_path / "demo"
     shutil.copytree(quick_demo.out, out)
-    done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--rl-seeds", "1", "--out", str(out)],
-                          env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True, timeout=900)
+    done = run_child([sys.executable, "-m", "arlkit", "demo", "--quick", "--rl-seeds", "1", "--out", str(out)],
+                     env=dict(os.environ, OMP_NUM_THREADS="1"), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     for stage in ("building the nano model", "behaviour cloning", "RL at the full budget", "evaluating"):
         assert stage not in done.stdout, done.stdout
@@ -212,10 +193,10 @@ def test_step_analyses_of_another_full_run_are_redone(tmp_path: Path) -> None:
     ("", "--rl-seeds '': give non-negative integers"),
     ("1,2,1", "rl_seeds must be non-empty and without repeats, got [1, 2, 1]"),
 ])
-def test_bad_rl_seeds_end_in_one_line(tmp_path: Path, seeds: str, message: str) -> None:
+def test_bad_rl_seeds_end_in_one_line(tmp_path: Path, seeds: str, message: str, run_child: Any) -> None:
     out = tmp_path / "demo"
-    done = subprocess.run([sys.executable, "-m", "arlkit", "demo", "--quick", "--rl-seeds", seeds, "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    done = run_child([sys.executable, "-m", "arlkit", "demo", "--quick", "--rl-seeds", seeds, "--out", str(out)],
+                     capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"arlkit demo: error: {message}") and done.stderr.count("\n") == 1, done.stderr
     assert not out.exists()  # refused before anything was written
@@ -323,14 +304,14 @@ def test_findings_missed_are_reported_plainly() -> None:
 def test_analysis_readings(tmp_path: Path) -> None:
     import json
 
-    from arlkit.recipes.demo_outputs import analysis_readings
+    from arlkit.recipes.readings import analysis_readings
 
     def est(v: float, lo: float, hi: float) -> dict:
         return {"value": v, "low": lo, "high": hi}
 
     missing = analysis_readings(tmp_path)
     assert len(missing) == 2 and all("not available" in line for line in missing)
-    (tmp_path / "steps.json").write_text(json.dumps({"arlkit_analysis": "steps", "actions": 8, "comparison": {
+    (tmp_path / "steps.json").write_text(json.dumps({"arlkit_analysis": "steps", "actions": 8, "quality": "Q*_h(s, a) from the oracle", "comparison": {
         "n_states": 120, "n_tasks": 40, "share_rl_better": est(0.5, 0.4, 0.6), "share_base_better": est(0.3, 0.2, 0.4),
         "share_tie": 0.2, "base_mean": est(0.4, 0.35, 0.45), "rl_mean": est(0.5, 0.45, 0.55),
         "difference": est(0.1, 0.05, 0.15)}}))

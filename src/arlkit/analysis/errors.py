@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arlkit.envs.capabilities import call_failed, can_inject_errors, has_snapshots, has_step_quality, inject_error
-from arlkit.analysis.sampling import continue_from, execute_reply, sample_actions, unusable_note
+from arlkit.analysis.process import ProcessReward
+from arlkit.analysis.sampling import continue_from, execute_reply, judge_note, sample_actions, unusable_note
 from arlkit.analysis.states import StatePoint, candidate_turns, extend_point, points_at, replay_states, restore_point
 from arlkit.analysis.steps import QualityComparison, StateRow, compare_qualities, quality_rows
 from arlkit.envs import Env, Task
@@ -308,9 +309,11 @@ def error_states_analysis(
     base_history: int | None = None,
     rl_history: int | None = None,
     counters: str = "system", profile: str = "rt",
+    judge: ProcessReward | None = None,
 ) -> ErrorsResult:
     """Error states, action quality there, continuation success, and error correction (docs/metrics.md#error-states).
-    Parts the environment cannot support are skipped with a note."""
+    A ``judge`` scores the actions at error states where the environment cannot. Parts the environment
+    cannot support are skipped with a note."""
     config = config or ErrorsConfig()
     notes: list[str] = []
     rng = np.random.default_rng([config.seed, 4202])
@@ -340,16 +343,17 @@ def error_states_analysis(
     if states:
         points = [s.point for s in states]
         task_ids = [p.task.task_id for p in points]
-        if has_step_quality(probe):
-            kw = {"seed": config.seed, "score": True, "batch_size": config.batch_size}
+        if has_step_quality(probe) or judge is not None:
+            kw = {"seed": config.seed, "score": True, "batch_size": config.batch_size,
+                  "judge": None if has_step_quality(probe) else judge}
             b = sample_actions(base_policy, make_env, points, config.actions, tag="errors:base", **kw)  # type: ignore[arg-type]
             r = sample_actions(rl_policy, make_env, points, config.actions, tag="errors:rl", **kw)  # type: ignore[arg-type]
             rows = quality_rows(points, [s.source for s in states], b, r)
-            notes += [n for n in (unusable_note("base", b), unusable_note("rl", r)) if n]
+            notes += [n for n in (unusable_note("base", b), unusable_note("rl", r), judge_note(b, r)) if n]
             comparison = compare_qualities([x.base_quality for x in rows], [x.rl_quality for x in rows], task_ids,
                                            resamples=config.bootstrap, seed=config.seed)  # fmt: skip
         else:
-            notes.append("action quality at error states: no step-quality capability; skipped")
+            notes.append("action quality at error states: no step-quality capability and no judge; skipped")
         for side, policy, out in (("base", base_policy, base_success), ("rl", rl_policy, rl_success)):
             runs = continue_from(policy, make_env, points, config.continuations, seed=config.seed, tag=f"continue:{side}",
                                  batch_size=config.batch_size)  # fmt: skip

@@ -116,6 +116,10 @@ def load_run(path: str | Path) -> RunData:
     modes = sorted({t.budget_mode for t in trajectories})
     if len(modes) != 1:
         raise AnalysisInputError(f"{path}: trajectories mix budget modes {modes}")
+    # one order whatever order the trajectories finished in (a resumed or concurrent run writes another):
+    # the analyses' random draws then depend on the trajectories alone
+    listed = {spec: i for i, spec in enumerate(config.get("policies") or []) if isinstance(spec, str)}
+    trajectories.sort(key=lambda t: (listed.get(t.policy, len(listed)), t.policy, t.budget, t.task_id, t.sample))
     return RunData(
         path=path,
         env=env,

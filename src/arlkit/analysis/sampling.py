@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arlkit.envs.capabilities import action_quality, require_snapshots
+from arlkit.analysis.process import ProcessReward, step_context
 from arlkit.analysis.states import StatePoint, point_request, restore_point
 from arlkit.envs import Env, StepResult
 from arlkit.metrics.finish import CUT_OFF
@@ -24,7 +25,8 @@ from arlkit.rollout.seeds import derive_seed
 from arlkit.rollout.turns import LiveTrajectory
 
 __all__ = [
-    "ActionSample", "Continuation", "continue_from", "execute_reply", "generate_batched", "sample_actions", "unusable_note",
+    "JUDGE_FAILED", "ActionSample", "Continuation", "continue_from", "execute_reply", "generate_batched", "judge_note",
+    "sample_actions", "unusable_note",
 ]
 
 
@@ -61,6 +63,19 @@ def unusable_note(who: str, samples: Sequence[Sequence[ActionSample]]) -> str | 
             f"(max_new_tokens), {len(unusable) - cut} malformed")
 
 
+JUDGE_FAILED = "the judge gave no score"
+"""The error of an :class:`ActionSample` whose action the judge did not score (a reply that is no score 0-10)."""
+
+
+def judge_note(*samples: Sequence[Sequence[ActionSample]]) -> str | None:
+    """A note on the actions the judge did not score, or ``None`` when it scored every one."""
+    flat = [s for group in samples for row in group for s in row if s.action is not None]
+    failed = sum(s.error == JUDGE_FAILED for s in flat)
+    if not failed:
+        return None
+    return f"the judge gave no score to {failed} of {len(flat)} actions; they are left out of the means"
+
+
 def generate_batched(policy: Policy, requests: Sequence[Request], batch_size: int) -> list[Reply]:
     """One reply per request through the rollout engine's policy path: an async policy gets them
     all at once, a batched one in batches of at most ``batch_size``."""
@@ -77,11 +92,15 @@ def sample_actions(
     tag: str,
     score: bool = True,
     batch_size: int = 256,
+    judge: ProcessReward | None = None,
 ) -> list[list[ActionSample]]:
     """``n_actions`` next actions of ``policy`` at every point, with their qualities when ``score``.
 
     The policy sees exactly the prompt of the trajectory that reached the point (history and
-    remaining budget included); scripted policies also get the restored environment.
+    remaining budget included); scripted policies also get the restored environment. With a
+    ``judge`` (a process reward such as :class:`~arlkit.analysis.process.LLMJudge`) the qualities
+    are its scores of the parsed actions instead of the environment's; an action it cannot score
+    is left out of the means like a backend error.
     """
     if n_actions < 1:
         raise ValueError(f"n_actions must be >= 1, got {n_actions}")
@@ -101,10 +120,26 @@ def sample_actions(
                 row.append(ActionSample("", None, math.nan, reply.error))
                 continue
             action = env.parse_action(reply.text).action
-            quality = action_quality(env, action, point.remaining) if score else math.nan
+            quality = action_quality(env, action, point.remaining) if score and judge is None else math.nan
             row.append(ActionSample(reply.text, action, quality, cut_off=reply.finish_reason == CUT_OFF))
         out.append(row)
+    if score and judge is not None:
+        out = _judged(judge, envs, points, out)
     return out
+
+
+def _judged(judge: ProcessReward, envs: Sequence[Env], points: Sequence[StatePoint],
+            samples: list[list[ActionSample]]) -> list[list[ActionSample]]:
+    """``samples`` with the judge's qualities: one judge call over every usable reply; a reply
+    without an action scores 0 as :func:`~arlkit.envs.capabilities.action_quality` has it."""
+    asked = [(i, g) for i, row in enumerate(samples) for g, s in enumerate(row) if s.error is None and s.action is not None]
+    values = judge([step_context(points[i], envs[i], samples[i][g].action) for i, g in asked]) if asked else []
+    judged = [[replace(s, quality=0.0) if s.error is None else s for s in row] for row in samples]
+    for (i, g), value in zip(asked, values, strict=True):
+        sample = judged[i][g]
+        judged[i][g] = (replace(sample, quality=float(value)) if value is not None
+                        else replace(sample, quality=math.nan, error=JUDGE_FAILED))
+    return judged
 
 
 def execute_reply(env: Env, text: str) -> tuple[str | None, StepResult]:

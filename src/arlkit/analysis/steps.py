@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from arlkit.envs.capabilities import MissingCapability, has_step_quality, require_snapshots
-from arlkit.analysis.sampling import ActionSample, sample_actions, unusable_note
+from arlkit.analysis.process import ProcessReward
+from arlkit.analysis.sampling import ActionSample, judge_note, sample_actions, unusable_note
 from arlkit.analysis.states import StatePoint, equal_pool
 from arlkit.envs import Env, Task
 from arlkit.metrics.bootstrap import Estimate, bootstrap_mean
@@ -222,16 +223,20 @@ def matched_states(
     base_history: int | None = None,
     rl_history: int | None = None,
     counters: str = "system", profile: str = "rt",
+    judge: ProcessReward | None = None,
 ) -> StepsResult:
     """Compare the two policies' next actions at a pool of states drawn equally from both
-    policies' trajectories (docs/metrics.md#matched-states). Raises :class:`MissingCapability` when the environment
-    cannot score actions or has no state keys and snapshots."""
+    policies' trajectories (docs/metrics.md#matched-states). A ``judge`` (an LLM judge) scores the actions
+    where the environment cannot. Raises :class:`MissingCapability` when neither can score actions or the
+    environment has no state keys and snapshots."""
     config = config or StepsConfig()
     probe = make_env()
-    if not has_step_quality(probe):
+    if has_step_quality(probe):
+        judge = None  # the environment's own quality is exact
+    elif judge is None:
         raise MissingCapability(
             f"environment {probe.name!r} cannot score actions (no action_quality, quality, or oracle with a finite action "
-            "set): matched states skipped"
+            "set) and no judge was given: matched states skipped"
         )
     require_snapshots(probe, "matched states (rebuilding the recorded states)")
     rng = np.random.default_rng([config.seed, 4101])
@@ -241,14 +246,16 @@ def matched_states(
     sources = ["base"] * len(pools[0]) + ["rl"] * len(pools[1])
     if not points:
         raise ValueError("the trajectories hold no states to compare")
-    kwargs = {"seed": config.seed, "score": True, "batch_size": config.batch_size}
+    kwargs = {"seed": config.seed, "score": True, "batch_size": config.batch_size, "judge": judge}
     base_samples = sample_actions(base_policy, make_env, points, config.actions, tag="steps:base", **kwargs)  # type: ignore[arg-type]
     rl_samples = sample_actions(rl_policy, make_env, points, config.actions, tag="steps:rl", **kwargs)  # type: ignore[arg-type]
     rows = quality_rows(points, sources, base_samples, rl_samples)
-    notes += [n for n in (unusable_note("base", base_samples), unusable_note("rl", rl_samples)) if n]
+    notes += [n for n in (unusable_note("base", base_samples), unusable_note("rl", rl_samples),
+                          judge_note(base_samples, rl_samples)) if n]
     dropped = sum(1 for r in rows if math.isnan(r.base_quality) or math.isnan(r.rl_quality))
     if dropped:
-        notes.append(f"{dropped} state(s) left out: every reply of one policy was a backend error")
+        notes.append(f"{dropped} state(s) left out: no reply of one policy got a quality (backend errors"
+                     + (" or replies the judge did not score)" if judge is not None else ")"))
     comparison = compare_qualities(
         [r.base_quality for r in rows], [r.rl_quality for r in rows], [r.task_id for r in rows],
         resamples=config.bootstrap, seed=config.seed,

@@ -26,7 +26,7 @@ from arlkit.recipes.catalog import USER_ERRORS
 __all__ = ["UsageError", "build_parser", "main"]
 
 # Sub-command modules, in the order ``arlkit --help`` lists them.
-COMMAND_MODULES = ("arlkit.cli.eval_cmd", "arlkit.cli.demo_cmd", "arlkit.cli.model_cmd", "arlkit.cli.analyze_cmd", "arlkit.cli.report_cmd", "arlkit.cli.sft_cmd", "arlkit.cli.train_cmd", "arlkit.cli.budgetmix_cmd",
+COMMAND_MODULES = ("arlkit.cli.eval_cmd", "arlkit.cli.demo_cmd", "arlkit.cli.study_cmd", "arlkit.cli.model_cmd", "arlkit.cli.analyze_cmd", "arlkit.cli.report_cmd", "arlkit.cli.sft_cmd", "arlkit.cli.train_cmd", "arlkit.cli.budgetmix_cmd",
                    "arlkit.cli.verl_cmd", "arlkit.cli.arena_cmd", "arlkit.cli.export_cmd", "arlkit.cli.serve_cmd",
                    "arlkit.cli.init_cmd")
 
@@ -35,6 +35,7 @@ INTERRUPTED = {
     "eval": "interrupted; re-run the same command to resume",
     "sft": "interrupted; re-run the same command to resume",
     "demo": "interrupted; re-run the same command to resume",
+    "study": "interrupted; re-run the same command to resume",
     "arena": "interrupted; re-run the same command to resume",
     "train": "interrupted; re-run it with --resume to continue from the last checkpoint",
     "serve": "stopped",

@@ -35,6 +35,11 @@ def _common(p: argparse.ArgumentParser, *, pair: bool = True) -> None:
         p.add_argument("--budget", type=int, default=None, help="use only trajectories run with this budget T")
 
 
+def _judge_scorer(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--judge", default=None, metavar="SPEC", help="an LLM judge (any policy spec) scoring the actions "
+                   "where the environment has no step quality (SQL, BFCL, math, terminal)")
+
+
 def _bootstrap(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples for the intervals")
 
@@ -50,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--rl", required=True, help="RL policy spec")
     p.add_argument("--states", type=int, default=steps_defaults.states, help="state pool size (half from each policy)")
     p.add_argument("--actions", type=int, default=steps_defaults.actions, help="G: next actions per policy per state")
+    _judge_scorer(p)
     _common(p)
     _bootstrap(p)
     add_sampling_arguments(p)
@@ -68,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--base-label", default=None)
     p.add_argument("--rl-label", default=None)
     p.add_argument("--budget", type=int, default=None)
+    _judge_scorer(p)
     _bootstrap(p)
     add_sampling_arguments(p)
     p.set_defaults(handler=_depth)
@@ -80,6 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--continuations", type=int, default=errors_defaults.continuations, help="continuations per policy per error state")
     p.add_argument("--correction-states", type=int, default=errors_defaults.correction_states, help="failed-call prefixes")
     p.add_argument("--correction-actions", type=int, default=errors_defaults.correction_actions, help="next actions per prefix")
+    _judge_scorer(p)
     _common(p)
     _bootstrap(p)
     add_sampling_arguments(p)
@@ -153,7 +161,7 @@ def _steps(args: argparse.Namespace) -> int:
                                         "bootstrap": args.bootstrap}, where="steps")  # fmt: skip
     return _run("steps", args.out, lambda: api.analyze_steps(
         args.runs, args.base, args.rl, out=args.out, config=config, base_label=args.base_label, rl_label=args.rl_label,
-        budget=args.budget, sampling=sampling_from_args(args)))  # fmt: skip
+        budget=args.budget, sampling=sampling_from_args(args), judge=args.judge))  # fmt: skip
 
 
 def _depth(args: argparse.Namespace) -> int:
@@ -165,7 +173,8 @@ def _depth(args: argparse.Namespace) -> int:
         raise UsageError(f"--bins must be >= 1, got {args.bins}")
     return _run("depth", args.out, lambda: api.analyze_depth(
         args.runs, args.base, args.rl, out=args.out, steps_dir=args.steps, bins=args.bins, config=config,
-        base_label=args.base_label, rl_label=args.rl_label, budget=args.budget, sampling=sampling_from_args(args)))  # fmt: skip
+        base_label=args.base_label, rl_label=args.rl_label, budget=args.budget, sampling=sampling_from_args(args),
+        judge=args.judge))  # fmt: skip
 
 
 def _errors(args: argparse.Namespace) -> int:
@@ -175,7 +184,7 @@ def _errors(args: argparse.Namespace) -> int:
         "seed": args.seed, "bootstrap": args.bootstrap}, where="errors")  # fmt: skip
     return _run("errors", args.out, lambda: api.analyze_errors(
         args.runs, args.base, args.rl, out=args.out, config=config, base_label=args.base_label, rl_label=args.rl_label,
-        budget=args.budget, sampling=sampling_from_args(args)))  # fmt: skip
+        budget=args.budget, sampling=sampling_from_args(args), judge=args.judge))  # fmt: skip
 
 
 def _likelihood(args: argparse.Namespace) -> int:

@@ -63,16 +63,28 @@ def _policy(policy: PolicyLike, sampling: SamplingConfig | None) -> tuple[Policy
     return policy, str(getattr(policy, "name", type(policy).__name__))
 
 
-def _meta(pair: PairedRuns, base: str, rl: str) -> dict[str, Any]:
+def _meta(pair: PairedRuns, base: str, rl: str, judge: str | None = None) -> dict[str, Any]:
     env = pair.make_env()
     quality = (
         "the environment's action_quality(action, remaining)" if isinstance(env, StepQuality)
         else "the environment's quality(action) (code: hidden-test pass rate)" if isinstance(env, ActionScorer)
         else "Q*_h(s, a) from the oracle (gamma 0.95, h = remaining turns)" if has_step_quality(env)
+        else f"the LLM judge {judge}'s 0-10 score / 10 (docs/metrics.md, Process signals; a judge, not an oracle)" if judge
         else "unavailable"
     )  # fmt: skip
-    return {"env": pair.env, "base": base, "rl": rl, "runs": pair.sources, "quality": quality,
+    meta = {"env": pair.env, "base": base, "rl": rl, "runs": pair.sources, "quality": quality,
             "base_label": pair.base_label, "rl_label": pair.rl_label}  # fmt: skip
+    if judge and not has_step_quality(env):
+        meta["judge"] = judge
+    return meta
+
+
+def _judge(judge: PolicyLike | None, sampling: SamplingConfig | None, seed: int) -> tuple[LLMJudge | None, str | None]:
+    """The LLM judge scoring actions where the environment cannot, and its name."""
+    if judge is None:
+        return None, None
+    policy, name = _policy(judge, sampling)
+    return LLMJudge(policy, seed=seed), name
 
 
 @contextmanager
@@ -105,17 +117,20 @@ def analyze_steps(
     rl_label: str | None = None,
     budget: int | None = None,
     sampling: SamplingConfig | None = None,
+    judge: PolicyLike | None = None,
 ) -> StepsResult:
     """Matched-state action quality (docs/metrics.md#matched-states); ``run_dirs`` = ``[BASE_RUN, RL_RUN]`` or one run
-    holding both policies."""
+    holding both policies. ``judge`` (a policy spec) scores the actions where the environment cannot."""
+    config = config or StepsConfig()
     base_policy, base_name = _policy(base, sampling)
     rl_policy, rl_name = _policy(rl, sampling)
+    scorer, judge_name = _judge(judge, sampling, config.seed)
     pair = paired_runs(run_dirs, base_spec=base_name, rl_spec=rl_name, base_label=base_label, rl_label=rl_label, budget=budget)
-    meta = _meta(pair, base_name, rl_name)
+    meta = _meta(pair, base_name, rl_name, judge_name)
     try:
         result = matched_states(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
                                 base_history=pair.base_history, rl_history=pair.rl_history,
-                                counters=pair.counters, profile=pair.profile)  # fmt: skip
+                                counters=pair.counters, profile=pair.profile, judge=scorer)  # fmt: skip
     except MissingCapability as exc:
         if out is not None:
             write_skipped(out, "steps", str(exc), meta)
@@ -151,6 +166,7 @@ def analyze_depth(
     rl_label: str | None = None,
     budget: int | None = None,
     sampling: SamplingConfig | None = None,
+    judge: PolicyLike | None = None,
 ) -> list[DepthBin]:
     """RL − base quality by depth (docs/metrics.md#depth-profile), from an earlier ``steps.csv`` (``steps_dir``) or by
     running the matched-state analysis on ``run_dirs`` with ``base`` and ``rl``."""
@@ -161,19 +177,20 @@ def analyze_depth(
         previous = Path(steps_dir) / "steps.json"
         if previous.exists():
             data = json.loads(previous.read_text(encoding="utf-8"))
-            meta.update({k: data[k] for k in ("env", "base", "rl", "runs", "quality") if k in data})
+            meta.update({k: data[k] for k in ("env", "base", "rl", "runs", "quality", "judge") if k in data})
     else:
         if base is None or rl is None:
             raise AnalysisInputError("depth needs --steps DIR (an earlier steps analysis) or runs with --base and --rl")
         base_policy, base_name = _policy(base, sampling)
         rl_policy, rl_name = _policy(rl, sampling)
+        scorer, judge_name = _judge(judge, sampling, config.seed)
         pair = paired_runs(run_dirs, base_spec=base_name, rl_spec=rl_name, base_label=base_label, rl_label=rl_label,
                            budget=budget)  # fmt: skip
-        meta = _meta(pair, base_name, rl_name)
+        meta = _meta(pair, base_name, rl_name, judge_name)
         try:
             rows = matched_states(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
                                   base_history=pair.base_history, rl_history=pair.rl_history,
-                                  counters=pair.counters, profile=pair.profile).rows  # fmt: skip
+                                  counters=pair.counters, profile=pair.profile, judge=scorer).rows  # fmt: skip
         except MissingCapability as exc:
             if out is not None:
                 write_skipped(out, "depth", str(exc), meta)
@@ -197,16 +214,20 @@ def analyze_errors(
     rl_label: str | None = None,
     budget: int | None = None,
     sampling: SamplingConfig | None = None,
+    judge: PolicyLike | None = None,
 ) -> ErrorsResult:
-    """Error states, continuation success and error correction (docs/metrics.md#error-states; RT App. B.5)."""
+    """Error states, continuation success and error correction (docs/metrics.md#error-states; RT App. B.5);
+    ``judge`` (a policy spec) scores the actions at error states where the environment cannot."""
+    config = config or ErrorsConfig()
     base_policy, base_name = _policy(base, sampling)
     rl_policy, rl_name = _policy(rl, sampling)
+    scorer, judge_name = _judge(judge, sampling, config.seed)
     pair = paired_runs(run_dirs, base_spec=base_name, rl_spec=rl_name, base_label=base_label, rl_label=rl_label, budget=budget)
     result = error_states_analysis(base_policy, rl_policy, pair.make_env, pair.tasks, pair.base, pair.rl, config,
                                    base_history=pair.base_history, rl_history=pair.rl_history,
-                                   counters=pair.counters, profile=pair.profile)  # fmt: skip
+                                   counters=pair.counters, profile=pair.profile, judge=scorer)  # fmt: skip
     if out is not None:
-        writers.write_errors(result, Path(out), _meta(pair, base_name, rl_name))
+        writers.write_errors(result, Path(out), _meta(pair, base_name, rl_name, judge_name))
     return result
 
 

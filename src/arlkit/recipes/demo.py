@@ -39,9 +39,10 @@ from typing import Any
 
 from arlkit.config import ConfigError, config_to_plain
 from arlkit.recipes.demo_outputs import (
-    DemoTables, analysis_readings, base_r_single, demo_findings, eval_folders, rl_runs, run_label, seed_caveat,
+    DemoTables, base_r_single, demo_findings, eval_folders, rl_runs, run_label, seed_caveat,
     write_tables,
 )
+from arlkit.recipes.readings import analysis_readings
 from arlkit.recipes.demo_plan import DEMO_ENV, DemoPlan, demo_analysis_sizes, demo_plan
 from arlkit.recipes.demo_summary import wall_time, write_summary
 from arlkit.recipes.workers import evaluation_status, quiet, run_workers, training_status

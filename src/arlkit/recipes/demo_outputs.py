@@ -7,8 +7,6 @@
   their names.
 - :func:`demo_findings`: the experiment's four findings, each stated as measured with its CI and a plain
   MET / MISSED (a missed finding is reported, never hidden).
-- :func:`analysis_readings`: one line each on the matched-state step quality and the error-state
-  continuation of Base vs Full (``analysis/steps.json``, ``analysis/errors.json``).
 
 ``summary.md`` is written by :mod:`arlkit.recipes.demo_summary`.
 """
@@ -16,7 +14,6 @@
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +28,7 @@ from arlkit.rundir import atomic_path
 if TYPE_CHECKING:
     from arlkit.recipes.demo_plan import DemoPlan
 
-__all__ = ["BOUND_LABEL", "METHODS", "RL_METHODS", "DemoTables", "analysis_readings", "base_r_single", "demo_findings",
+__all__ = ["BOUND_LABEL", "METHODS", "RL_METHODS", "DemoTables", "base_r_single", "demo_findings",
            "eval_folders", "rl_runs", "run_label", "seed_caveat", "with_ci", "write_tables"]
 
 METHODS = ("Base", "Full", "BudgetMix")
@@ -267,58 +264,6 @@ def demo_findings(rows: Sequence[Mapping[str, Any]], bound: Mapping[int, float],
             f"{at(tight)} (needs > 0 with the CI above 0: {'yes' if robust else 'no'}) and {with_ci(mix_full)} at "
             f"{at(t_max)} (needs >= {_points(-BUDGETMIX_SLACK)}: {'yes' if parity else 'no'}).")
     return [one, two, three, four]
-
-
-# -- step-level analyses -------------------------------------------------------------------------------
-
-
-def _est(d: Mapping[str, float], scale: float = 1.0, digits: int = 3) -> str:
-    return f"{scale * d['value']:.{digits}f} [{scale * d['low']:.{digits}f}, {scale * d['high']:.{digits}f}]"
-
-
-def _reading(diff: Mapping[str, float], better: str) -> str:
-    if diff["low"] > 0:
-        return f"{better} (CI above 0)"
-    if diff["high"] < 0:
-        return "Base better (CI below 0)"
-    return "no resolvable difference (CI contains 0)"
-
-
-def analysis_readings(folder: Path) -> list[str]:
-    """One line each on Base vs Full from ``folder/steps.json`` (matched-state step quality) and
-    ``folder/errors.json`` (continuation success from injected error states); a missing or skipped
-    analysis gets a line saying so."""
-    lines = []
-    steps = _read_json(folder / "steps.json")
-    c = (steps or {}).get("comparison")
-    if c:
-        lines.append(
-            f"- Step quality at matched states ({c['n_states']} states over {c['n_tasks']} maps, drawn equally from "
-            f"both models' T_max trajectories; {steps.get('actions')} actions per model per state): Full's actions have "
-            f"mean oracle quality Q* {_est(c['rl_mean'])} vs Base's {_est(c['base_mean'])}, Full - Base "
-            f"{_est(c['difference'], digits=3)}: {_reading(c['difference'], 'Full steps better')}. Full is better at "
-            f"{100 * c['share_rl_better']['value']:.0f}% of the states, Base at {100 * c['share_base_better']['value']:.0f}%.")
-    else:
-        lines.append(f"- Step quality at matched states: not available ({(steps or {}).get('skipped', 'not run')}).")
-    errors = _read_json(folder / "errors.json")
-    cont = (errors or {}).get("continuation")
-    if cont:
-        lines.append(
-            f"- Continuation from {cont['n_states']} error states (one harmful action injected into the models' T_max "
-            f"trajectories, {cont['samples']} continuations per model per state to the end of the budget): Full "
-            f"succeeds {_est(cont['rl'], 100, 1)}% vs Base's {_est(cont['base'], 100, 1)}%, Full - Base "
-            f"{_est(cont['difference'], 100, 1)} points: {_reading(cont['difference'], 'Full recovers better')}.")
-    else:
-        reason = "; ".join((errors or {}).get("notes") or []) or (errors or {}).get("skipped") or "not run"
-        lines.append(f"- Continuation from error states: not available ({reason}).")
-    return lines
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    if not path.is_file():
-        return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else None
 
 
 _COLOURS = {"Base": "tab:gray", "Full": "tab:blue", "BudgetMix": "tab:orange"}

@@ -217,10 +217,11 @@ class PairedDifference:
         return f"{self.minuend} − {self.subtrahend}"
 
 
-def paired_differences(group: EvalGroup, *, resamples: int = 2000, seed: int = 0) -> list[PairedDifference]:
+def paired_differences(group: EvalGroup, *, resamples: int = 2000, seed: int = 0,
+                       every_k: bool = False) -> list[PairedDifference]:
     """Every later policy minus every earlier one, at each budget both have and at K = the smallest
-    and the largest k; cells some task lacks samples for are left out."""
-    ks = sorted({group.ks[0], group.ks[-1]}) if group.rows else []
+    and the largest k (every k of the group with ``every_k``); cells some task lacks samples for are left out."""
+    ks = (list(group.ks) if every_k else sorted({group.ks[0], group.ks[-1]})) if group.rows else []
     cache: dict[tuple[int, int, int], np.ndarray | None] = {}
 
     def values(i: int, T: int, k: int) -> np.ndarray | None:
