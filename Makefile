@@ -55,16 +55,20 @@ install-extras: $(VERL_STAMP)
 demo: $(STAMP)
 	$(BIN)/arlkit demo --out runs/demo
 
-test: $(STAMP) $(VERL_STAMP)
-	$(BIN)/python -m pytest
+# The whole suite on TEST_WORKERS processes (pytest-xdist); the longest tests start first (tests/conftest.py).
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
-# The sandbox suite with two CPU-burning processes beside it (docs/sandbox.md): it must pass under
-# load too. The burners are killed when the suite ends, however it ends.
-test-stress: $(STAMP)
+test: $(STAMP) $(VERL_STAMP)
+	$(PYTEST)
+
+# The whole suite with two CPU-burning processes beside it: it must pass under load too (tests wait for
+# events under one deadline derived from CI's limit). The burners are killed when the suite ends, however it ends.
+test-stress: $(STAMP) $(VERL_STAMP)
 	@sh -c 'while :; do :; done' & b1=$$!; sh -c 'while :; do :; done' & b2=$$!; \
 	trap 'kill $$b1 $$b2 2>/dev/null' EXIT; trap 'exit 130' INT TERM; \
 	echo "CPU burners running: $$b1 $$b2"; \
-	$(BIN)/python -m pytest tests/sandbox
+	$(PYTEST)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

@@ -139,3 +139,13 @@ def finish_child():  # type: ignore[no-untyped-def]
 def child_deadline_s() -> float:
     """:data:`CHILD_DEADLINE_S`, for a test that waits for an event of a child process (a line, a file) itself."""
     return CHILD_DEADLINE_S
+
+
+LONGEST = ("tests/test_readme.py::test_the_readme_runs_as_written",)
+"""Tests of several minutes; they start first, with the tests of the quick demo (the ``quick_demo`` fixture)."""
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest tests first (the README run, the quick demo's): with several workers (``make test`` runs ``-n``)
+    they overlap the rest of the suite instead of trailing it; the other tests keep their order."""
+    items.sort(key=lambda item: 0 if item.nodeid in LONGEST or "quick_demo" in getattr(item, "fixturenames", ()) else 1)
