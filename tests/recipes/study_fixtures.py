@@ -73,17 +73,12 @@ class FrozenJudge:
         return out
 
 
-def sql_solver(arg: str | None, sampling: Any, backend: Any) -> SqlSolver:
-    return SqlSolver()
+def _factory(cls: type) -> Any:
+    """A policy factory (``obj(arg, sampling, backend) -> Policy``) of a fixture class that takes no argument."""
+    return lambda arg, sampling, backend: cls()
 
 
-def sql_explorer(arg: str | None, sampling: Any, backend: Any) -> SqlExplorer:
-    return SqlExplorer()
-
-
-def submit_judge(arg: str | None, sampling: Any, backend: Any) -> SubmitJudge:
-    return SubmitJudge()
-
-
-def frozen_judge(arg: str | None, sampling: Any, backend: Any) -> FrozenJudge:
-    return FrozenJudge()
+sql_solver = _factory(SqlSolver)
+sql_explorer = _factory(SqlExplorer)
+submit_judge = _factory(SubmitJudge)
+frozen_judge = _factory(FrozenJudge)

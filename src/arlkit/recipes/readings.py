@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["analysis_readings", "depth_reading", "difference_reading", "estimate_text", "flows_reading",
-           "judge_reading", "likelihood_reading", "read_analysis"]
+           "judge_reading", "likelihood_reading", "read_analysis", "resolved"]
 
 
 def read_analysis(path: Path) -> dict[str, Any] | None:
@@ -28,6 +28,11 @@ def read_analysis(path: Path) -> dict[str, Any] | None:
 def estimate_text(d: Mapping[str, float], scale: float = 1.0, digits: int = 3) -> str:
     """``value [low, high]`` of an estimate dictionary, times ``scale``."""
     return f"{scale * d['value']:.{digits}f} [{scale * d['low']:.{digits}f}, {scale * d['high']:.{digits}f}]"
+
+
+def resolved(diff: Mapping[str, float]) -> bool:
+    """The difference's 95% CI excludes 0."""
+    return bool(diff["low"] > 0 or diff["high"] < 0)
 
 
 def difference_reading(diff: Mapping[str, float], better: str, worse: str = "Base better") -> str:
@@ -96,7 +101,7 @@ def depth_reading(folder: Path, *, rl: str = "RL", base: str = "Base") -> str:
     if len(bins) == 1:
         return f"- Quality by depth, {rl} - {base}: every compared state in one bin, {at(first)}."
     gap = last["difference"]["value"] - first["difference"]["value"]
-    if not any(b["difference"]["low"] > 0 or b["difference"]["high"] < 0 for b in (first, last)):
+    if not (resolved(first["difference"]) or resolved(last["difference"])):
         trend = "neither is resolvable (both CIs contain 0), so no trend with depth can be read"
     else:
         trend = (f"{rl}'s advantage {'grows' if gap > 0 else 'shrinks'} with depth by {abs(gap):.3f} "

@@ -12,7 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from arlkit.recipes.readings import analysis_readings, depth_reading, flows_reading, judge_reading, likelihood_reading
+from arlkit.recipes.readings import (
+    analysis_readings, depth_reading, difference_reading, flows_reading, judge_reading, likelihood_reading, resolved,
+)
+from arlkit.report.outputs import estimate_dict
 from arlkit.rundir import atomic_write_text
 
 if TYPE_CHECKING:
@@ -20,8 +23,6 @@ if TYPE_CHECKING:
     from arlkit.recipes.study import StudyConfig
 
 __all__ = ["pass_takeaways", "write_study_summary"]
-
-NAMES = ("Base", "RL")
 
 
 def _pct(x: float) -> str:
@@ -33,16 +34,11 @@ def _diff(est: Any) -> str:
 
 
 def _resolved(est: Any) -> bool:
-    """The CI excludes 0."""
-    return bool(est.low > 0 or est.high < 0)
+    return resolved(estimate_dict(est))
 
 
 def _reading(est: Any, better: str, worse: str) -> str:
-    if est.low > 0:
-        return f"{better} (CI above 0)"
-    if est.high < 0:
-        return f"{worse} (CI below 0)"
-    return "no resolvable difference (CI contains 0)"
+    return difference_reading(estimate_dict(est), better, worse)
 
 
 def pass_takeaways(rows: Sequence[Any], differences: Mapping[tuple[int, int], Any], labels: Mapping[str, str]) -> list[str]:
